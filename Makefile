@@ -1,0 +1,36 @@
+# Two commands, each doing its own set-up on a fresh machine (Python 3.11, no GPU, no hub access):
+#   make book   run every page with the offline profile and build _build/html
+#   make test   run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.sinkframes-installed
+
+export SINKFRAMES_CACHE ?= $(CURDIR)/.cache/sinkframes
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_VERBOSITY ?= error
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: book test html clean-cache
+
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(PY) -m sinkframes build --profile offline
+
+html: $(STAMP)
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+clean-cache:
+	rm -rf .cache/sinkframes

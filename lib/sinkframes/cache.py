@@ -1,0 +1,122 @@
+"""Content-addressed on-disk cache for heavy results (attention tensors, summaries).
+
+An entry is two files: ``<digest>.pt`` (a ``torch.save`` payload of tensors, lists, strings and
+numbers) and ``<digest>.json`` (the key, the payload's sha256 and its size). Both are written
+atomically (temporary file + ``os.replace``), the payload first, so a reader never sees a key
+without its payload. On read the hash is checked: a truncated or corrupted entry is reported,
+deleted and recomputed, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from . import config
+from ._version import __version__
+
+
+class CorruptCacheEntry(RuntimeError):
+    """A cache entry whose payload does not match its recorded hash or cannot be read."""
+
+
+def digest_of(key: dict[str, Any]) -> str:
+    """Stable sha256 of a JSON-serialisable key (sorted keys); the library version is added."""
+    full = {"sinkframes_version": __version__, **key}
+    blob = json.dumps(full, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def texts_digest(texts: list[str]) -> str:
+    """sha256 over the exact texts, in order (part of every extraction key)."""
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class Cache:
+    """A folder of entries keyed by dictionaries. ``namespace`` separates kinds of results."""
+
+    def __init__(self, root: Path | None = None, namespace: str = "results") -> None:
+        self.root = Path(root) if root is not None else config.cache_root()
+        self.dir = self.root / namespace
+
+    def _paths(self, key: dict[str, Any]) -> tuple[Path, Path]:
+        d = digest_of(key)
+        return self.dir / f"{d}.pt", self.dir / f"{d}.json"
+
+    def contains(self, key: dict[str, Any]) -> bool:
+        payload, meta = self._paths(key)
+        return payload.exists() and meta.exists()
+
+    def load(self, key: dict[str, Any]) -> Any:
+        """Return the stored payload; raise ``KeyError`` if absent, ``CorruptCacheEntry`` if damaged."""
+        payload, meta = self._paths(key)
+        if not (payload.exists() and meta.exists()):
+            raise KeyError(digest_of(key))
+        try:
+            info = json.loads(meta.read_text())
+            data = payload.read_bytes()
+        except (OSError, ValueError) as exc:
+            raise CorruptCacheEntry(f"unreadable cache entry {meta.stem}: {exc}") from exc
+        if hashlib.sha256(data).hexdigest() != info.get("sha256"):
+            raise CorruptCacheEntry(f"cache entry {meta.stem} does not match its recorded hash")
+        try:
+            import io
+
+            return torch.load(io.BytesIO(data), weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - any unpickling failure means a bad entry
+            raise CorruptCacheEntry(f"cache entry {meta.stem} cannot be deserialised: {exc}") from exc
+
+    def store(self, key: dict[str, Any], value: Any) -> None:
+        import io
+
+        buf = io.BytesIO()
+        torch.save(value, buf)
+        data = buf.getvalue()
+        payload, meta = self._paths(key)
+        _atomic_write_bytes(payload, data)
+        info = {"key": key, "sinkframes_version": __version__, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+        _atomic_write_bytes(meta, json.dumps(info, sort_keys=True, default=str, indent=1).encode())
+
+    def discard(self, key: dict[str, Any]) -> None:
+        for p in self._paths(key):
+            if p.exists():
+                p.unlink()
+
+    def get_or_compute(self, key: dict[str, Any], compute: Callable[[], Any]) -> tuple[Any, bool]:
+        """Return ``(value, hit)``; compute and store on a miss or a corrupt entry."""
+        try:
+            return self.load(key), True
+        except KeyError:
+            pass
+        except CorruptCacheEntry as exc:
+            warnings.warn(f"{exc}; recomputing it.", RuntimeWarning, stacklevel=2)
+            self.discard(key)
+        value = compute()
+        self.store(key, value)
+        return value, False

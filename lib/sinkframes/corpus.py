@@ -1,0 +1,126 @@
+"""Sentence sets: the embedded STEM sentences, the paper's CSV, and seeded sampling.
+
+The embedded set was written for this project: encyclopedic sentences balanced over the paper's
+four fields (mathematics, physics, medicine, geography) and four length classes, with the columns
+of the paper's CSV that apply to it (``text, word_count, field, category``). The paper's own CSV
+(``wiki_dataset_sink.csv``, 811 rows, MIT licence) is read from a path or a URL the user gives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+FIELDS = ("mathematics", "physics", "medicine", "geography")
+#: word-count range of each length class of the embedded set (inclusive)
+LENGTH_CLASSES = {"short": (8, 18), "medium": (19, 29), "long": (30, 39), "very_long": (40, 50)}
+PAPER_CSV_SHA256 = "133ad56b417c274ccb69a7260b374c281e860ee7a16fb609e435c2aef4870a68"
+PAPER_CSV_URL = "https://raw.githubusercontent.com/ValeRuscio/What-are-you-sinking-/main/Data/wiki_dataset_sink.csv"
+COLUMNS = ["text", "word_count", "field", "category"]
+
+
+class DatasetError(ValueError):
+    """A sentence file that is missing, malformed or not the expected one."""
+
+
+@lru_cache(maxsize=1)
+def _embedded_frame() -> pd.DataFrame:
+    with resources.files("sinkframes").joinpath("data/sentences.csv").open("rb") as fh:
+        return pd.read_csv(fh)
+
+
+def embedded_sentences() -> pd.DataFrame:
+    """The embedded sentence set (a copy; columns ``text, word_count, field, category``)."""
+    return _embedded_frame().copy()
+
+
+def load_paper_csv(source: str | Path, sha256: str | None = None) -> pd.DataFrame:
+    """Load the paper's sentence CSV from a local path or an http(s) URL.
+
+    ``sha256``: when given, the raw bytes must hash to it (use ``PAPER_CSV_SHA256`` for the
+    published file). Rows with an empty ``text`` are dropped; ``word_count`` is recomputed when
+    the column is missing.
+    """
+    src = str(source)
+    if src.startswith(("http://", "https://")):
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(src, timeout=60) as resp:  # noqa: S310 - user-given URL
+                data = resp.read()
+        except OSError as exc:
+            raise DatasetError(f"could not download {src}: {exc}. Download it once and pass the local path.") from exc
+    else:
+        path = Path(src).expanduser()
+        if not path.exists():
+            raise DatasetError(
+                f"paper CSV not found at {path}. Get Data/wiki_dataset_sink.csv from the authors' repository "
+                f"(ValeRuscio/What-are-you-sinking-) and pass its path, or use dataset='embedded'."
+            )
+        data = path.read_bytes()
+    if sha256 is not None:
+        got = hashlib.sha256(data).hexdigest()
+        if got != sha256:
+            raise DatasetError(f"sha256 mismatch for {src}: expected {sha256}, got {got}")
+    try:
+        frame = pd.read_csv(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - pandas raises many types
+        raise DatasetError(f"{src} is not a readable CSV: {exc}") from exc
+    if "text" not in frame.columns:
+        raise DatasetError(f"{src} has no 'text' column (columns: {list(frame.columns)})")
+    frame = frame[frame["text"].astype(str).str.strip().str.len() > 0].reset_index(drop=True)
+    if "word_count" not in frame.columns:
+        frame["word_count"] = frame["text"].str.split().str.len()
+    return frame
+
+
+def load_dataset(dataset: str = "embedded", csv_path: str | Path | None = None) -> pd.DataFrame:
+    """``dataset='embedded'`` (default) or ``'paper'`` (needs ``csv_path``: a path or URL)."""
+    if dataset == "embedded":
+        return embedded_sentences()
+    if dataset == "paper":
+        if csv_path is None:
+            raise DatasetError("dataset='paper' needs csv_path (a local path or URL of wiki_dataset_sink.csv)")
+        return load_paper_csv(csv_path)
+    raise DatasetError(f"unknown dataset {dataset!r}; use 'embedded' or 'paper'")
+
+
+def sample_sentences(
+    n: int,
+    seed: int = 0,
+    dataset: str = "embedded",
+    csv_path: str | Path | None = None,
+    frame: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """``n`` rows drawn without replacement with a seeded generator (stratified by field when possible).
+
+    Stratification keeps the fields balanced for small ``n``; the draw depends only on ``seed``.
+    """
+    data = frame if frame is not None else load_dataset(dataset, csv_path)
+    if n < 1:
+        raise ValueError(f"n must be at least 1 (got {n})")
+    if n > len(data):
+        raise ValueError(f"asked for {n} sentences but the {dataset} set has only {len(data)}")
+    if "field" in data.columns and data["field"].notna().all():
+        groups = sorted(data["field"].unique())
+        shuffled = data.sample(frac=1.0, random_state=seed)
+        # round-robin over fields in shuffled order: balanced and deterministic
+        buckets = [shuffled[shuffled["field"] == g] for g in groups]
+        order = []
+        depth = 0
+        while len(order) < n:
+            for b in buckets:
+                if depth < len(b):
+                    order.append(b.index[depth])
+                    if len(order) == n:
+                        break
+            depth += 1
+        picked = data.loc[order]
+    else:
+        picked = data.sample(n=n, random_state=seed)
+    return picked.reset_index(drop=True)

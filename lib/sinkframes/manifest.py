@@ -1,0 +1,94 @@
+"""``notebooks/manifest.yml``: the single source of truth for the book's pages and profiles."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROFILES = ("offline", "paper", "smoke")
+
+
+class ManifestError(ValueError):
+    """A manifest that is missing pages, profiles or files."""
+
+
+@dataclass
+class Page:
+    id: str
+    template: str
+    output: str
+    title: str
+    part: str
+    parameters: dict[str, dict[str, Any]]
+    timeout: int = 3600
+
+    def params_for(self, profile: str) -> dict[str, Any]:
+        if profile not in self.parameters:
+            raise ManifestError(f"page {self.id!r} has no parameters for profile {profile!r}")
+        return {**self.parameters[profile], "profile": profile}
+
+
+@dataclass
+class Manifest:
+    root: str
+    back_matter: list[str]
+    pages: list[Page] = field(default_factory=list)
+
+    def page(self, page_id: str) -> Page:
+        for p in self.pages:
+            if p.id == page_id:
+                return p
+        raise ManifestError(f"unknown page {page_id!r}; known: {', '.join(p.id for p in self.pages)}")
+
+
+def repo_root() -> Path:
+    """The book's root: ``$SINKFRAMES_ROOT``, else the nearest folder above cwd holding the manifest,
+    else the checkout this library was installed from."""
+    env = os.environ.get("SINKFRAMES_ROOT")
+    if env:
+        return Path(env).resolve()
+    here = Path.cwd().resolve()
+    for cand in [here, *here.parents]:
+        if (cand / "notebooks" / "manifest.yml").exists():
+            return cand
+    return Path(__file__).resolve().parents[2]
+
+
+def load_manifest(path: Path | None = None) -> Manifest:
+    path = path or repo_root() / "notebooks" / "manifest.yml"
+    if not path.exists():
+        raise ManifestError(f"no manifest at {path}; run from the book's repository or set SINKFRAMES_ROOT")
+    raw = yaml.safe_load(path.read_text())
+    pages = []
+    for item in raw.get("pages", []):
+        missing = {"id", "template", "output", "title", "part", "parameters"} - set(item)
+        if missing:
+            raise ManifestError(f"page {item.get('id', '?')} lacks {sorted(missing)}")
+        absent = [p for p in PROFILES if p not in item["parameters"]]
+        if absent:
+            raise ManifestError(f"page {item['id']} has no parameters for profile(s) {absent}")
+        pages.append(Page(**item))
+    toc = raw.get("toc", {})
+    return Manifest(root=toc.get("root", "book/intro"), back_matter=list(toc.get("back_matter", [])), pages=pages)
+
+
+def render_toc(m: Manifest) -> str:
+    """The ``_toc.yml`` text for the manifest (parts in first-seen order, then back matter)."""
+    parts: dict[str, list[str]] = {}
+    for p in m.pages:
+        parts.setdefault(p.part, []).append(f"{Path(p.output).with_suffix('')}\n        title: \"{p.title}\"")
+    lines = ["# Generated from notebooks/manifest.yml by `python -m sinkframes toc --write`; do not edit.",
+             "format: jb-book", f"root: {m.root}", "parts:"]
+    for caption, files in parts.items():
+        lines.append(f"  - caption: {caption}")
+        lines.append("    chapters:")
+        lines.extend(f"      - file: {f}" for f in files)
+    if m.back_matter:
+        lines.append("  - caption: Back matter")
+        lines.append("    chapters:")
+        lines.extend(f"      - file: {f}" for f in m.back_matter)
+    return "\n".join(lines) + "\n"

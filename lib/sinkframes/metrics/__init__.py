@@ -1,0 +1,1 @@
+"""Metrics computed from attention tensors laid out ``[layer, head, query, key]``."""

@@ -1,0 +1,52 @@
+"""Text a page shows beside its numbers: provenance and plain statements drawn from the data."""
+
+from __future__ import annotations
+
+import platform
+from typing import TYPE_CHECKING
+
+import torch
+import transformers
+
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from .analyses.frames import ModelFrames
+
+
+def provenance(profile: str, models: list[str], n_sentences: int, dataset: str, seed: int) -> str:
+    """Markdown naming the profile, models, sentence count and versions that produced a page."""
+    return (
+        f"**Produced by** sinkframes {__version__} with the `{profile}` profile: models "
+        f"{', '.join(f'`{m}`' for m in models)}; {n_sentences} sentences from the `{dataset}` set "
+        f"(seed {seed}); torch {torch.__version__}, transformers {transformers.__version__}, "
+        f"Python {platform.python_version()}."
+    )
+
+
+def model_notes(frames: list["ModelFrames"]) -> str:
+    """One line per model: what was loaded, with its quantization and BOS convention."""
+    lines = []
+    for f in frames:
+        r = f.record
+        bos = f"adds a start token (`{r['position0_token']}` at position 0)" if r["adds_bos"] else "adds no start token (position 0 is the first word)"
+        lines.append(
+            f"- `{r['ref']}`: {r['architecture']} ({r['family']} family), {r['n_layers']} layers, {r['n_heads']} query heads / "
+            f"{r['n_kv_heads']} KV heads, {r['position_encoding']}; weights: {r['quantization']}; tokenizer {bos}."
+        )
+    return "\n".join(lines)
+
+
+def frame_verdicts(frames: list["ModelFrames"]) -> str:
+    """Plain statements: the frame each model's evidence points to, against the paper's family label."""
+    lines = []
+    for f in frames:
+        paper = f.record["paper_frame"]
+        if paper == "not assigned":
+            verdict = "the paper assigns no frame type to this family"
+        elif paper == f.frame:
+            verdict = f"agrees with the paper's **{paper}** label for the {f.record['family']} family"
+        else:
+            verdict = f"**differs** from the paper's **{paper}** label for the {f.record['family']} family"
+        lines.append(f"- `{f.ref}` looks **{f.frame}** ({f.reason}); this {verdict}.")
+    return "\n".join(lines)
