@@ -23,3 +23,12 @@ def cache_root() -> Path:
 def hub_offline() -> bool:
     """True when the Hugging Face hub must not be contacted (``HF_HUB_OFFLINE=1``)."""
     return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() in {"1", "true", "yes", "on"}
+
+
+MODELS_ENV = "SINKFRAMES_MODELS"
+
+
+def models_root() -> Path:
+    """Folder of converted model copies (fp32 from GGUF): ``$SINKFRAMES_MODELS`` or ``<cache>/models``."""
+    env = os.environ.get(MODELS_ENV)
+    return Path(env).expanduser().resolve() if env else cache_root() / "models"

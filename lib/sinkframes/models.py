@@ -406,7 +406,7 @@ def _offline_folder(om: OfflineModel) -> tuple[Path, str]:
     pkg = _package_dir(om)
     if om.gguf_file is None:
         return pkg / "model", om.quantization
-    target = config.cache_root() / "models" / f"{om.key}-fp32"
+    target = config.models_root() / f"{om.key}-fp32"
     if (target / "sinkframes_converted.json").exists():
         return target, om.quantization
     if importlib.util.find_spec("gguf") is None:

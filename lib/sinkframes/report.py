@@ -32,7 +32,7 @@ def model_notes(frames: list["ModelFrames"]) -> str:
         bos = f"adds a start token (`{r['position0_token']}` at position 0)" if r["adds_bos"] else "adds no start token (position 0 is the first word)"
         lines.append(
             f"- `{r['ref']}`: {r['architecture']} ({r['family']} family), {r['n_layers']} layers, {r['n_heads']} query heads / "
-            f"{r['n_kv_heads']} KV heads, {r['position_encoding']}; weights: {r['quantization']}; tokenizer {bos}."
+            f"{r['n_kv_heads']} KV head{'s' if r['n_kv_heads'] != 1 else ''}, {r['position_encoding']}; weights: {r['quantization']}; tokenizer {bos}."
         )
     return "\n".join(lines)
 
@@ -49,4 +49,21 @@ def frame_verdicts(frames: list["ModelFrames"]) -> str:
         else:
             verdict = f"**differs** from the paper's **{paper}** label for the {f.record['family']} family"
         lines.append(f"- `{f.ref}` looks **{f.frame}** ({f.reason}); this {verdict}.")
+    return "\n".join(lines)
+
+
+def depth_notes(frames: list["ModelFrames"]) -> str:
+    """Where each model's first-token sink is weakest and strongest, and how many layers it dominates."""
+    lines = []
+    for f in frames:
+        d = f.layers
+        lo = d.loc[d["first_token_share"].idxmin()]
+        hi = d.loc[d["first_token_share"].idxmax()]
+        dom = int((d["first_token_concentration"] >= 0.5).sum())
+        weak = d.loc[d["first_token_concentration"] < 0.5, "layer"].astype(int).tolist()
+        lines.append(
+            f"- `{f.ref}`: share on position 0 from {lo.first_token_share:.2f} (layer {int(lo.layer)}) to "
+            f"{hi.first_token_share:.2f} (layer {int(hi.layer)}); position 0 is the strongest key of most queries in "
+            f"{dom} of {len(d)} layers" + (f" (not in layers {weak})." if weak else ".")
+        )
     return "\n".join(lines)
