@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -428,7 +429,7 @@ def _convert_gguf(om: OfflineModel, pkg: Path, target: Path) -> None:
             gguf_path = Path(assemble(str(work / om.gguf_file)))
         else:
             gguf_path = pkg / om.gguf_file  # type: ignore[operator]
-        print(f"[sinkframes] converting {om.key} from GGUF to a local fp32 copy (once; about a minute)")
+        print(f"[sinkframes] converting {om.key} from GGUF to a local fp32 copy (once; about a minute)", file=sys.stderr)
         tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
         model = AutoModelForCausalLM.from_pretrained(
             gguf_path.parent, gguf_file=gguf_path.name, attn_implementation="eager", dtype=torch.float32
