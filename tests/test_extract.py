@@ -51,8 +51,11 @@ def test_force_bos_on_a_tokenizer_without_one(texts):
     forced = extract.tokenize(lm.tokenizer, texts[:2], 256, bos_policy="force")
     assert [x[0] for x in forced] == [lm.tokenizer.bos_token_id] * 2
     assert [x[1:] for x in forced] == plain
-    bert = models.load("tiny:bert", device="cpu")
-    with pytest.raises(extract.TextError, match="no BOS"):
+    bert = models.load("tiny:bert", device="cpu")  # no BOS token: its EOS stands in
+    eos_first = extract.tokenize(bert.tokenizer, texts[:1], 256, bos_policy="force")
+    assert eos_first[0][0] == bert.tokenizer.eos_token_id
+    bert.tokenizer.eos_token = None
+    with pytest.raises(extract.TextError, match="neither a BOS nor an EOS"):
         extract.tokenize(bert.tokenizer, texts[:1], 256, bos_policy="force")
 
 

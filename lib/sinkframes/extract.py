@@ -1,7 +1,8 @@
 """Batched forward passes that return per-sample attention ``[layer, head, query, key]``.
 
 Texts are tokenized with the tokenizer's default special tokens (``bos_policy="default"``, as in
-the paper) or with a BOS token forced at position 0 (``bos_policy="force"``). Batches are sorted
+the paper) or with a BOS token forced at position 0 (``bos_policy="force"``; tokenizers without a
+BOS token get their EOS token, the document separator, instead). Batches are sorted
 by length and right-padded; with right padding a real token never attends to padding (causal) or
 is masked from it (bidirectional), so trimming each sample to its ``n`` real tokens gives exactly
 the unpadded attention. Results pass through the on-disk cache: a second call with the same
@@ -82,9 +83,10 @@ def tokenize(tokenizer: Any, texts: list[str], max_length: int, bos_policy: str 
         raise TextError(f"empty text at positions {empty[:10]}; drop them before extraction")
     ids = [tokenizer(t)["input_ids"] for t in texts]
     if bos_policy == "force":
-        bos = tokenizer.bos_token_id
+        # the BOS token, or the EOS/document separator for tokenizers without one (Qwen2.5)
+        bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         if bos is None:
-            raise TextError("bos_policy='force' but this tokenizer defines no BOS token")
+            raise TextError("bos_policy='force' but this tokenizer defines neither a BOS nor an EOS token")
         ids = [x if x and x[0] == bos else [bos, *x] for x in ids]
     too_long = [i for i, x in enumerate(ids) if len(x) > max_length]
     if too_long:

@@ -51,7 +51,7 @@ def attention_maps(examples: Sequence["Extraction"], sample: int = 0, layers: Se
     return fig
 
 
-def layer_profiles(frames: Sequence["ModelFrames"]):
+def layer_profiles(frames: Sequence["ModelFrames"], labels: Sequence[str] | None = None):
     """Per-layer sink measures against relative depth, one line per model (band: 95 % bootstrap CI)."""
     _style()
     panels = [
@@ -61,10 +61,10 @@ def layer_profiles(frames: Sequence["ModelFrames"]):
         ("reference_count", "reference tokens per head"),
     ]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.3 * len(panels), 3.6))
-    for f in frames:
+    for k, f in enumerate(frames):
         d = f.layers
         for ax, (col, title) in zip(axes, panels):
-            line = ax.plot(d["depth"], d[col], marker="o", ms=3, label=f.ref)[0]
+            line = ax.plot(d["depth"], d[col], marker="o", ms=3, label=labels[k] if labels else f.ref)[0]
             if col == "first_token_share":
                 ax.fill_between(d["depth"], d["first_token_share_low"], d["first_token_share_high"], alpha=0.2, color=line.get_color())
     for ax, (_, title) in zip(axes, panels):

@@ -67,3 +67,21 @@ def depth_notes(frames: list["ModelFrames"]) -> str:
             f"{dom} of {len(d)} layers" + (f" (not in layers {weak})." if weak else ".")
         )
     return "\n".join(lines)
+
+
+def bos_comparison_notes(default: list["ModelFrames"], forced: list["ModelFrames"]) -> str:
+    """How the sink evidence of each model moves when a BOS token is forced at position 0."""
+    by_ref = {f.ref: f for f in default}
+    lines = []
+    for f in forced:
+        d = by_ref.get(f.ref)
+        if d is None:
+            continue
+        lines.append(
+            f"- `{f.ref}` with `{f.extra.get('position0_tokens', ['?'])[0]}` forced at position 0: queries peaking on "
+            f"position 0 {d.evidence['first_token_concentration']:.2f} -> {f.evidence['first_token_concentration']:.2f}, "
+            f"share on position 0 {d.evidence['first_token_share']:.2f} -> {f.evidence['first_token_share']:.2f}, "
+            f"reference tokens per head {d.evidence['reference_count']:.2f} -> {f.evidence['reference_count']:.2f}; "
+            f"frame {d.frame} -> {f.frame}."
+        )
+    return "\n".join(lines)

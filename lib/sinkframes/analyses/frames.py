@@ -122,6 +122,8 @@ def analyse_model(ref: str, texts: list[str], *, seed: int = 0, **opts: Any) -> 
     ex = extract.summarize(ref, texts, SinkSummaryReducer(), **opts)
     mf = frames_from_summaries(ex.record, ex.summaries or [], seed=seed)
     mf.from_cache = ex.from_cache
+    mf.extra["bos_policy"] = opts.get("bos_policy", "default")
+    mf.extra["position0_tokens"] = sorted({t[0] for t in ex.tokens if t})
     return mf
 
 
@@ -136,7 +138,8 @@ def frame_table(frames: list[ModelFrames]) -> pd.DataFrame:
         r = f.record
         rows.append({
             "model": f.ref, "family": r["family"], "position encoding": r["position_encoding"],
-            "position 0": r["position0_token"], "causal": r["causal"], "sentences": f.n_sentences,
+            "BOS policy": f.extra.get("bos_policy", "default"),
+            "position 0": _position0(f), "causal": r["causal"], "sentences": f.n_sentences,
             "first-token share": f.evidence["first_token_share"], "last-token share": f.evidence["last_token_share"],
             "queries peaking on pos. 0": f.evidence["first_token_concentration"],
             "layers where pos. 0 dominates": f.evidence["position0_dominant_layers"],
@@ -145,3 +148,11 @@ def frame_table(frames: list[ModelFrames]) -> pd.DataFrame:
             "frame (this book's rule)": f.frame, "frame (paper, for the family)": r["paper_frame"],
         })
     return pd.DataFrame(rows)
+
+
+def _position0(f: ModelFrames) -> str:
+    """The token at position 0, or how many different ones the sentences put there."""
+    seen = f.extra.get("position0_tokens")
+    if not seen:
+        return f.record["position0_token"]
+    return seen[0] if len(seen) == 1 else f"{len(seen)} different tokens"
