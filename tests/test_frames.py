@@ -8,6 +8,8 @@ import torch
 from sinkframes.analyses import frames
 from sinkframes.metrics.sinks import SinkSummaryReducer
 
+from .attention_cases import causal_first_sink, previous_token, stack, two_ends
+
 
 def record(causal: bool, n_layers: int) -> dict:
     return {"ref": "synthetic", "family": "llama", "paper_frame": "centralized", "causal": causal,
@@ -15,14 +17,12 @@ def record(causal: bool, n_layers: int) -> dict:
 
 
 def summaries_of(mat: torch.Tensor, causal: bool, n: int = 5, layers: int = 3, heads: int = 2):
-    att = mat.expand(layers, heads, *mat.shape).clone()
+    att = stack(mat, layers, heads)
     return [SinkSummaryReducer()(att, causal) for _ in range(n)]
 
 
 def test_centralized_on_a_perfect_sink():
-    a = torch.zeros(8, 8)
-    a[:, 0] = 1
-    mf = frames.frames_from_summaries(record(True, 3), summaries_of(a, True))
+    mf = frames.frames_from_summaries(record(True, 3), summaries_of(causal_first_sink(8), True))
     assert mf.frame == "centralized"
     assert mf.layers["first_token_share"].tolist() == pytest.approx([1, 1, 1])
     assert mf.evidence["reference_count"] == pytest.approx(1.0)
@@ -31,21 +31,12 @@ def test_centralized_on_a_perfect_sink():
 
 
 def test_bidirectional_on_two_ends():
-    n = 8
-    a = torch.zeros(n, n)
-    a[:, 0] = 0.5
-    a[:, -1] = 0.5
-    mf = frames.frames_from_summaries(record(False, 3), summaries_of(a, False))
+    mf = frames.frames_from_summaries(record(False, 3), summaries_of(two_ends(8), False))
     assert mf.frame == "bidirectional"
 
 
 def test_distributed_on_a_previous_token_pattern():
-    n = 10
-    a = torch.zeros(n, n)
-    a[0, 0] = 1
-    for i in range(1, n):
-        a[i, i - 1] = 1
-    mf = frames.frames_from_summaries(record(True, 3), summaries_of(a, True))
+    mf = frames.frames_from_summaries(record(True, 3), summaries_of(previous_token(10), True))
     assert mf.frame == "distributed"
 
 

@@ -9,30 +9,7 @@ import torch
 
 from sinkframes.metrics import sinks
 
-
-def stack(mat: torch.Tensor, layers: int = 2, heads: int = 3) -> torch.Tensor:
-    return mat.expand(layers, heads, *mat.shape).clone()  # [layer, head, query, key]
-
-
-def causal_first_sink(n: int) -> torch.Tensor:
-    a = torch.zeros(n, n)
-    a[:, 0] = 1.0
-    return a
-
-
-def causal_uniform(n: int) -> torch.Tensor:
-    a = torch.tril(torch.ones(n, n))
-    return a / a.sum(-1, keepdim=True)
-
-
-def two_ends(n: int) -> torch.Tensor:
-    """Bidirectional: every middle query splits its weight between the first and last token."""
-    a = torch.zeros(n, n)
-    a[:, 0] = 0.5
-    a[:, -1] = 0.5
-    a[0] = 1.0 / n
-    a[-1] = 1.0 / n
-    return a
+from .attention_cases import causal_first_sink, causal_uniform, previous_token, stack, two_ends
 
 
 def test_perfect_first_token_sink():
@@ -76,11 +53,7 @@ def test_uniform_bidirectional_reference_threshold():
 
 def test_previous_token_head_has_no_reference_tokens():
     n = 10
-    a = torch.zeros(n, n)
-    a[0, 0] = 1.0
-    for i in range(1, n):
-        a[i, i - 1] = 1.0
-    a4 = stack(a)
+    a4 = stack(previous_token(n))
     assert sinks.reference_tokens(a4, causal=True).sum() == 0
     # every query after the first peaks on a different key: concentration is 1/(n-1)
     assert sinks.sink_concentration(a4)[0, 0].item() == pytest.approx(1 / (n - 1))

@@ -10,6 +10,7 @@ deleted and recomputed, never trusted.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -86,15 +87,11 @@ class Cache:
         if hashlib.sha256(data).hexdigest() != info.get("sha256"):
             raise CorruptCacheEntry(f"cache entry {meta.stem} does not match its recorded hash")
         try:
-            import io
-
             return torch.load(io.BytesIO(data), weights_only=True)
         except Exception as exc:  # noqa: BLE001 - any unpickling failure means a bad entry
             raise CorruptCacheEntry(f"cache entry {meta.stem} cannot be deserialised: {exc}") from exc
 
     def store(self, key: dict[str, Any], value: Any) -> None:
-        import io
-
         buf = io.BytesIO()
         torch.save(value, buf)
         data = buf.getvalue()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import torch
@@ -45,15 +45,6 @@ class Extraction:
     hidden_states: list[torch.Tensor] | None = None  # each [layer + 1, token, hidden]
     summaries: list[dict[str, torch.Tensor]] | None = None
     from_cache: bool = False
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"record": self.record, "texts": self.texts, "tokens": self.tokens, "attentions": self.attentions,
-                "hidden_states": self.hidden_states, "summaries": self.summaries, "meta": self.meta}
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any]) -> "Extraction":
-        return cls(from_cache=True, **payload)
 
 
 def get_model(
