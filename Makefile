@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book test html clean-cache
+.PHONY: book test html bench clean-cache
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ html: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	for f in bench/bench_*.py; do $(PY) $$f || exit 1; done
 
 clean-cache:
 	rm -rf .cache/sinkframes

@@ -1,0 +1,58 @@
+"""Shared benchmark harness: time a metric suite against the forward pass that feeds it.
+
+Every ``bench/bench_<suite>.py`` script calls :func:`run_suite` and prints one JSON object with
+the forward-pass time, the suite time and their ratio (goal: ratio well below 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any, Callable
+
+import torch
+
+from sinkframes import corpus, extract
+
+
+def arguments(default_model: str = "smollm2", default_n: int = 500) -> argparse.Namespace:
+    """The options every benchmark accepts (model key, number of sentences, batch size, seed)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=default_model)
+    ap.add_argument("--n", type=int, default=default_n)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--seed", type=int, default=0)
+    return ap.parse_args()
+
+
+def forward_attention(model: str, n: int, batch_size: int = 16, seed: int = 0) -> tuple[float, list[torch.Tensor], bool]:
+    """Run the forward passes over ``n`` seeded sentences; return (seconds, attentions, causal).
+
+    The attentions are kept in sentence order, each ``[layer, head, query, key]``.
+    """
+    torch.manual_seed(seed)
+    texts = corpus.sample_sentences(n, seed=seed)["text"].tolist()
+    lm = extract.get_model(model)
+    ids = extract.tokenize(lm.tokenizer, texts, 256)
+    out: list[Any] = [None] * len(ids)
+    t0 = time.perf_counter()
+    for i, att, _ in extract.iterate_samples(lm, ids, batch_size, progress=False):
+        out[i] = att
+    return time.perf_counter() - t0, out, lm.record.causal
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Wall-clock seconds of one call of ``fn`` and its result."""
+    t0 = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - t0, value
+
+
+def report(suite: str, model: str, n: int, forward_s: float, suite_s: float, **extra: Any) -> dict[str, Any]:
+    """Print and return the JSON record of one benchmark."""
+    rec = {"suite": suite, "model": model, "n_sentences": n, "forward_s": round(forward_s, 3),
+           "suite_s": round(suite_s, 3), "ratio": round(suite_s / forward_s, 4) if forward_s > 0 else None,
+           "threads": torch.get_num_threads(), **extra}
+    print(json.dumps(rec, indent=2))
+    return rec
