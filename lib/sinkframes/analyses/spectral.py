@@ -1,0 +1,362 @@
+"""Spectral graphs of thresholded attention (paper Sec. 4, 5.1-5.3, App. E-J): faithful and corrected.
+
+``analyse_model`` streams the per-sample graph metrics of ``metrics.graphs.SpectralReducer``
+through the cache. The rest turns them into tables:
+
+- **corrected**: the paper's thresholds, per-sentence values averaged with seeded bootstrap
+  intervals over sentences, regions from ``stats.layer_regions`` (thirds by layer index), both
+  kinds of Fiedler correlation under their own names;
+- **faithful**: the two official notebooks' aggregations (``official_code_spec.md`` 3.3 and 4.3):
+  the effectiveness gate with the ``layer % 4`` exception, trend lists contaminated by the interim
+  snapshots (the shallow-copy defect), regions as thirds of those lists, across-layer
+  correlations of layer means, and ``fiedler.ipynb``'s across-sample correlations on its
+  threshold list with 0.5 for 0.05, misaligned after empty graphs, summarized by mean r and mean p.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy import stats as sps
+
+from .. import extract, stats
+from ..metrics.graphs import (ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS,
+                              SpectralReducer)
+
+#: ``laplacian.ipynb`` computes the full metric set only on "effective" graphs or on every 4th layer
+EFFECTIVE_DENSITY = (0.05, 0.95)
+GATE_EVERY_LAYERS = 4
+#: ``laplacian.ipynb`` dumps interim aggregates after these sample counts (then the final one)
+SNAPSHOT_FIRST, SNAPSHOT_STEP = 51, 50
+#: the four metrics both notebooks correlate with the Fiedler value
+CORRELATED = ("gini", "star_likeness", "centralization", "degree_variance")
+CORRECTED_CORRELATED = {"gini": "gini", "star_likeness": "star_composite", "centralization": "centralization",
+                        "degree_variance": "degree_variance"}
+
+
+@dataclass
+class ModelSpectra:
+    """Per-sentence threshold-graph metrics of one model on one sentence set."""
+
+    record: dict[str, Any]
+    values: dict[str, np.ndarray]  # "<variant>/<metric>" -> [sample, threshold, layer]; "head/<m>" -> [sample, t, layer, head]
+    n_tokens: np.ndarray  # [sample]
+    thresholds: tuple[float, ...] = ALL_THRESHOLDS
+    from_cache: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ref(self) -> str:
+        return self.record["ref"]
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.record["n_layers"])
+
+    @property
+    def n_sentences(self) -> int:
+        return int(self.n_tokens.shape[0])
+
+    def at(self, name: str, thresholds: Sequence[float]) -> np.ndarray:
+        """``[sample, len(thresholds), layer]`` values of ``name`` at the given thresholds."""
+        idx = [self.thresholds.index(t) for t in thresholds]
+        return self.values[name][:, idx]
+
+
+def spectra_from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]]) -> ModelSpectra:
+    if not summaries:
+        raise ValueError("no samples to aggregate")
+    names = [k for k in summaries[0] if k != "n_tokens"]
+    values = {k: torch.stack([s[k].float() for s in summaries]).numpy() for k in names}
+    n_tok = np.array([int(s["n_tokens"]) for s in summaries])
+    return ModelSpectra(record=record, values=values, n_tokens=n_tok)
+
+
+def analyse_model(ref: str, texts: list[str], *, per_head: bool = True, **opts: Any) -> ModelSpectra:
+    """Threshold-graph metrics of ``ref`` on ``texts`` (one streamed pass, cached)."""
+    ex = extract.summarize(ref, texts, SpectralReducer(per_head=per_head), **opts)
+    ms = spectra_from_summaries(ex.record, ex.summaries or [])
+    ms.from_cache = ex.from_cache
+    return ms
+
+
+def analyse(models: list[str], texts: list[str], **opts: Any) -> list[ModelSpectra]:
+    return [analyse_model(m, texts, **opts) for m in models]
+
+
+# ----------------------------------------------------------------------------- corrected
+
+
+def layer_table(ms: ModelSpectra, metrics: Sequence[str], thresholds: Sequence[float] = PAPER_THRESHOLDS,
+                seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
+    """Long table of corrected layer means with 95 % bootstrap intervals over sentences.
+
+    Columns: model, metric, threshold, layer, depth, region, mean, low, high.
+    """
+    rows = []
+    L = ms.n_layers
+    regions = stats.layer_regions(L)
+    region = {l: r for r, ls in regions.items() for l in ls}
+    for metric in metrics:
+        x = ms.at(f"corrected/{metric}", thresholds)  # [sample, t, layer]
+        mean, lo, hi = stats.bootstrap_mean_ci_columns(x.reshape(x.shape[0], -1), n_boot=n_boot, seed=seed)
+        shape = x.shape[1:]
+        for (ti, layer), m, a, b in zip(np.ndindex(*shape), mean, lo, hi):
+            rows.append({"model": ms.ref, "metric": metric, "threshold": thresholds[ti], "layer": layer,
+                         "depth": layer / max(1, L - 1), "region": region[layer], "mean": m, "low": a, "high": b})
+    return pd.DataFrame(rows)
+
+
+def _region_means(x: np.ndarray, n_layers: int) -> np.ndarray:
+    """``[..., layer]`` -> ``[..., 3]`` means over early, middle, late layers."""
+    regions = stats.layer_regions(n_layers)
+    return np.stack([np.nanmean(x[..., regions[r]], axis=-1) if regions[r] else np.full(x.shape[:-1], np.nan)
+                     for r in stats.REGIONS], axis=-1)
+
+
+def _peak_factor(reg: np.ndarray) -> np.ndarray:
+    """``min(middle / early, middle / late)``, the official notebook's middle-peak factor."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.minimum(reg[..., 1] / reg[..., 0], reg[..., 1] / reg[..., 2])
+
+
+def region_peaks(ms: ModelSpectra, metric: str, thresholds: Sequence[float] = PAPER_THRESHOLDS,
+                 seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
+    """Per threshold: early/middle/late means of a corrected metric and the middle-peak factor.
+
+    The factor ``min(middle/early, middle/late)`` is computed from sentence means, with a 95 %
+    bootstrap interval (sentences resampled); "middle peak" is claimed only when the whole
+    interval lies above 1.
+    """
+    x = ms.at(f"corrected/{metric}", thresholds)  # [sample, t, layer]
+    S = x.shape[0]
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(S, np.full(S, 1.0 / S), size=n_boot).astype(float)  # [boot, sample]
+    flat = np.nan_to_num(x.reshape(S, -1))
+    boot = (counts @ flat / S).reshape(n_boot, *x.shape[1:])  # [boot, t, layer]
+    point = _peak_factor(_region_means(np.nanmean(x, 0), ms.n_layers))  # [t]
+    dist = _peak_factor(_region_means(boot, ms.n_layers))  # [boot, t]
+    reg = _region_means(np.nanmean(x, 0), ms.n_layers)
+    rows = []
+    for i, t in enumerate(thresholds):
+        lo, hi = np.nanquantile(dist[:, i], [0.025, 0.975]) if np.isfinite(dist[:, i]).any() else (np.nan, np.nan)
+        verdict = "middle peak" if lo > 1 else ("no middle peak" if hi < 1 else "undecided")
+        rows.append({"model": ms.ref, "metric": metric, "threshold": t, "early": reg[i, 0], "middle": reg[i, 1],
+                     "late": reg[i, 2], "peak factor": point[i], "low": lo, "high": hi, "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson r between matching rows of ``x`` and ``y`` ``[..., k]`` (NaN when either is constant)."""
+    xc = x - x.mean(-1, keepdims=True)
+    yc = y - y.mean(-1, keepdims=True)
+    den = np.sqrt((xc**2).sum(-1) * (yc**2).sum(-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (xc * yc).sum(-1) / den
+    return np.where(den > 1e-12, r, np.nan)
+
+
+def fiedler_correlations(ms: ModelSpectra, thresholds: Sequence[float] = PAPER_THRESHOLDS, seed: int = 0,
+                         n_boot: int = 1000) -> pd.DataFrame:
+    """Both kinds of Fiedler correlation, corrected definitions, at each threshold.
+
+    - ``across layers``: Pearson over the ``L`` layer means (as in ``laplacian.ipynb``), with a
+      bootstrap interval from resampling sentences;
+    - ``across sentences``: Pearson over sentences within each layer (as in ``fiedler.ipynb``),
+      summarized by the median over layers and the share of layers with r > 0.
+    """
+    lam = ms.at("corrected/lambda2", thresholds)  # [sample, t, layer]
+    S = lam.shape[0]
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(S, np.full(S, 1.0 / S), size=n_boot).astype(float)
+    rows = []
+    for name, metric in CORRECTED_CORRELATED.items():
+        m = ms.at(f"corrected/{metric}", thresholds)
+        r_layers = _pearson_rows(np.nanmean(m, 0), np.nanmean(lam, 0))  # [t]
+        bm = np.einsum("bs,stl->btl", counts, np.nan_to_num(m)) / S
+        bl = np.einsum("bs,stl->btl", counts, np.nan_to_num(lam)) / S
+        r_boot = _pearson_rows(bm, bl)  # [boot, t]
+        r_samples = _pearson_rows(np.moveaxis(m, 0, -1), np.moveaxis(lam, 0, -1))  # [t, layer]
+        for i, t in enumerate(thresholds):
+            finite = r_boot[:, i][np.isfinite(r_boot[:, i])]
+            lo, hi = np.quantile(finite, [0.025, 0.975]) if finite.size else (np.nan, np.nan)
+            rs = r_samples[i][np.isfinite(r_samples[i])]
+            rows.append({"model": ms.ref, "metric": name, "threshold": t,
+                         "r across layers": r_layers[i], "low": lo, "high": hi,
+                         "median r across sentences": np.median(rs) if rs.size else np.nan,
+                         "layers with r > 0": float((rs > 0).mean()) if rs.size else np.nan})
+    return pd.DataFrame(rows)
+
+
+def sign_flips(corr: pd.DataFrame, column: str = "r across layers") -> pd.DataFrame:
+    """For each model and metric: the thresholds between which the correlation changes sign."""
+    rows = []
+    for (model, metric), g in corr.groupby(["model", "metric"], sort=False):
+        g = g.sort_values("threshold")
+        r, t = g[column].to_numpy(), g["threshold"].to_numpy()
+        flips = [f"{t[i]:g} -> {t[i + 1]:g}" for i in range(len(r) - 1)
+                 if np.isfinite(r[i]) and np.isfinite(r[i + 1]) and np.sign(r[i]) != np.sign(r[i + 1])]
+        rows.append({"model": model, "metric": metric, "kind": column, "sign changes": ", ".join(flips) or "none",
+                     "r at lowest t": r[0], "r at highest t": r[-1]})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- faithful
+
+
+def laplacian_gate(density: np.ndarray, n_layers: int) -> np.ndarray:
+    """``[sample, t, layer]`` bool: where ``laplacian.ipynb`` computes the full metric set.
+
+    Effective density ``0.05 <= rho <= 0.95``, or a layer index divisible by 4.
+    """
+    lo, hi = EFFECTIVE_DENSITY
+    every = (np.arange(n_layers) % GATE_EVERY_LAYERS == 0)[None, None, :]
+    return ((density >= lo) & (density <= hi)) | every
+
+
+def snapshot_sizes(n_samples: int) -> list[int]:
+    """Sample counts of the interim aggregates (51, 101, ... below ``n``, then ``n``) plus the final one."""
+    sizes = list(range(SNAPSHOT_FIRST, n_samples, SNAPSHOT_STEP))
+    return sizes + [n_samples, n_samples]
+
+
+def faithful_laplacian(ms: ModelSpectra, thresholds: Sequence[float] = PAPER_THRESHOLDS) -> dict[str, pd.DataFrame]:
+    """``laplacian.ipynb``'s aggregation of the per-sample values.
+
+    Returns ``layers`` (gated layer means), ``effectiveness`` (per threshold), ``regions`` (the
+    report's middle-peak verdicts on trend lists contaminated by the interim snapshots, and the
+    same verdict on final values only) and ``correlations`` (across-layer Pearson of layer means).
+    """
+    L = ms.n_layers
+    dens = ms.at("laplacian/density", thresholds)  # [sample, t, layer]
+    gate = laplacian_gate(dens, L)
+    metrics = ("fiedler", "spectral_gap", "star_likeness", "gini", "centralization", "degree_variance")
+    gated = {m: np.where(gate, ms.at(f"laplacian/{m}", thresholds), np.nan) for m in metrics}
+    with np.errstate(invalid="ignore"):
+        means = {m: np.nanmean(v, 0) for m, v in gated.items()}  # [t, layer]
+    rows = []
+    for i, t in enumerate(thresholds):
+        for layer in range(L):
+            rows.append({"model": ms.ref, "threshold": t, "layer": layer, "samples": int(gate[:, i, layer].sum()),
+                         "density": float(dens[:, i, layer].mean()), **{m: means[m][i, layer] for m in metrics}})
+    layers = pd.DataFrame(rows)
+
+    mean_density = dens.mean(0)  # [t, layer]
+    eff = (mean_density >= EFFECTIVE_DENSITY[0]) & (mean_density <= EFFECTIVE_DENSITY[1])
+    score = eff.mean(-1)
+    effectiveness = pd.DataFrame({"model": ms.ref, "threshold": list(thresholds), "effective layers": eff.sum(-1),
+                                  "effectiveness score": score,
+                                  "best": [i == int(np.argmax(score)) for i in range(len(thresholds))]})
+
+    sizes = snapshot_sizes(ms.n_sentences)
+    reg_rows = []
+    for m in ("fiedler", "star_likeness", "gini", "centralization", "degree_variance"):
+        with np.errstate(invalid="ignore"):
+            snaps = np.stack([np.nanmean(gated[m][:k], 0) for k in sizes], 0)  # [snapshot, t, layer]
+        for i, t in enumerate(thresholds):
+            contaminated = _thirds_verdict(np.repeat(np.arange(L), len(sizes)), snaps[:, i].T.reshape(-1))
+            final = _thirds_verdict(np.arange(L), means[m][i])
+            reg_rows.append({"model": ms.ref, "metric": m, "threshold": t,
+                             "peak factor (official trend lists)": contaminated[0], "verdict (official)": contaminated[1],
+                             "peak factor (final values)": final[0], "verdict (final values)": final[1]})
+    regions = pd.DataFrame(reg_rows)
+
+    corr_rows = []
+    for m in CORRELATED:
+        r = _pearson_rows(means[m], means["fiedler"])  # [t]
+        for i, t in enumerate(thresholds):
+            corr_rows.append({"model": ms.ref, "metric": m, "threshold": t, "r across layers (faithful)": r[i]})
+    return {"layers": layers, "effectiveness": effectiveness, "regions": regions,
+            "correlations": pd.DataFrame(corr_rows)}
+
+
+def _thirds_verdict(layer_of_entry: np.ndarray, values: np.ndarray) -> tuple[float, str]:
+    """The report's region rule on a layer-sorted trend list: thirds of the entries, then
+    CONFIRMED (middle above both), PARTIAL (above one) or NOT CONFIRMED."""
+    order = np.argsort(layer_of_entry, kind="stable")
+    v = values[order]
+    v = v[np.isfinite(v)]
+    k = v.size
+    if k < 5:
+        return float("nan"), "too few entries"
+    early, middle, late = v[: k // 3].mean(), v[k // 3 : 2 * k // 3].mean(), v[2 * k // 3 :].mean()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = float(min(middle / early, middle / late))
+    above = int(middle > early) + int(middle > late)
+    return factor, {2: "CONFIRMED", 1: "PARTIAL", 0: "NOT CONFIRMED"}[above]
+
+
+def faithful_fiedler(ms: ModelSpectra, thresholds: Sequence[float] = FIEDLER_NOTEBOOK_THRESHOLDS) -> pd.DataFrame:
+    """``fiedler.ipynb``'s statistics: per layer, Pearson across samples between the Fiedler value and
+    each metric; empty-graph samples keep their 0 Fiedler value but have no metric, so the two lists
+    are cut to the shorter length (misaligned); the overall value is the mean r and the mean p."""
+    L = ms.n_layers
+    fied = ms.at("fiedler/fiedler", thresholds)  # [sample, t, layer]
+    rows = []
+    for name, key in (("star_likeness", "star_likeness"), ("centralization", "centralization"),
+                      ("degree_variance", "degree_variance"), ("density", "density")):
+        vals = ms.at(f"fiedler/{key}", thresholds)
+        for i, t in enumerate(thresholds):
+            rs, ps = [], []
+            for layer in range(L):
+                f = fied[:, i, layer]
+                v = vals[:, i, layer]
+                v = v[np.isfinite(v)]  # samples with an empty graph append no value
+                k = min(len(f), len(v))
+                if k < 3 or np.ptp(f[:k]) == 0 or np.ptp(v[:k]) == 0:
+                    continue
+                r, p = sps.pearsonr(f[:k], v[:k])
+                rs.append(r)
+                ps.append(p)
+            rows.append({"model": ms.ref, "metric": name, "threshold": t, "layers": len(rs),
+                         "mean r (official)": np.mean(rs) if rs else np.nan,
+                         "mean p (official)": np.mean(ps) if ps else np.nan})
+    return pd.DataFrame(rows)
+
+
+def faithful_vs_corrected(ms: ModelSpectra, seed: int = 0) -> pd.DataFrame:
+    """Headline quantities side by side, at every threshold either version uses.
+
+    Columns: the algebraic connectivity (mean over layers and sentences), the middle-peak factor of
+    the Fiedler value, the star-likeness and the Fiedler-centralization correlation across layers.
+    """
+    fl = faithful_laplacian(ms, PAPER_THRESHOLDS)
+    ff = faithful_fiedler(ms)
+    peaks = region_peaks(ms, "lambda2", seed=seed)
+    corr = fiedler_correlations(ms, seed=seed)
+    rows = []
+    for t in sorted(set(PAPER_THRESHOLDS) | set(FIEDLER_NOTEBOOK_THRESHOLDS)):
+        row: dict[str, Any] = {"model": ms.ref, "threshold": t,
+                               "in paper list": t in PAPER_THRESHOLDS, "in fiedler.ipynb list": t in FIEDLER_NOTEBOOK_THRESHOLDS}
+        if t in PAPER_THRESHOLDS:
+            lay = fl["layers"][fl["layers"].threshold == t]
+            reg = fl["regions"][(fl["regions"].metric == "fiedler") & (fl["regions"].threshold == t)].iloc[0]
+            cor = fl["correlations"][(fl["correlations"].metric == "centralization") & (fl["correlations"].threshold == t)].iloc[0]
+            pk = peaks[peaks.threshold == t].iloc[0]
+            cc = corr[(corr.metric == "centralization") & (corr.threshold == t)].iloc[0]
+            row.update({
+                "Fiedler (faithful)": float(np.nanmean(lay["fiedler"])),
+                "lambda2 (corrected)": float(np.nanmean(ms.at("corrected/lambda2", [t]))),
+                "lambda2 / n (corrected)": float(np.nanmean(ms.at("corrected/lambda2_norm", [t]))),
+                "middle peak (faithful)": reg["peak factor (official trend lists)"],
+                "middle peak (corrected)": pk["peak factor"],
+                "star-likeness composite (faithful)": float(np.nanmean(lay["star_likeness"])),
+                "star-likeness basic (corrected)": float(np.nanmean(ms.at("corrected/star_basic", [t]))),
+                "r(Fiedler, centralization) across layers (faithful)": cor["r across layers (faithful)"],
+                "r(lambda2, centralization) across layers (corrected)": cc["r across layers"],
+            })
+        if t in FIEDLER_NOTEBOOK_THRESHOLDS:
+            g = ff[(ff.metric == "centralization") & (ff.threshold == t)].iloc[0]
+            row["mean r across samples (fiedler.ipynb)"] = g["mean r (official)"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def head_table(ms: ModelSpectra, metric: str, threshold: float) -> np.ndarray:
+    """``[layer, head]`` mean over sentences of a per-head corrected metric at one paper threshold."""
+    x = ms.values[f"head/{metric}"]  # [sample, t, layer, head]
+    return np.nanmean(x[:, list(PAPER_THRESHOLDS).index(threshold)], 0)

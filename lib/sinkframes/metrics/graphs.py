@@ -1,0 +1,241 @@
+"""Threshold graphs of attention and their Laplacian spectra, computed in batches.
+
+A threshold graph keeps the pairs whose attention weight is strictly above ``t``. Everything here
+works on a padded batch of square matrices ``[graph, N, N]`` with their true sizes ``[graph]``
+(graphs = samples x layers, or samples x layers x heads), for all thresholds at once, with one
+``torch.linalg.eigvalsh`` call per batch instead of one networkx graph at a time.
+
+Three variants are computed side by side, because the paper's numbers come from two notebooks
+that define the same names differently (``official_code_spec.md`` sections 3 and 4):
+
+``laplacian`` (faithful to ``laplacian.ipynb``)
+    ``B = 1[A > t]`` with the diagonal (self-loops count 1 in in-degrees); degree statistics over
+    all ``n`` nodes when ``n <= 50`` and over the nodes that have an edge when ``n > 50``;
+    ``star_likeness = 0.3 * basic + 0.7 * gini`` (the composite); Laplacian of
+    ``S = (B + B^T) / 2`` (a one-way edge weighs 0.5). Fewer than 2 edges: every metric 0.
+``fiedler`` (faithful to ``fiedler.ipynb``)
+    the same ``B`` and ``S``; degree statistics always over the nodes that have an edge;
+    ``star_likeness = d_max / max(1, N - 1)`` (the basic ratio). Fewer than 2 edges: Fiedler and
+    star-likeness 0, the other metrics missing (NaN).
+``corrected`` (this book's definitions)
+    no self-loops; all ``n`` nodes; an undirected edge ``{i, j}`` when either direction passes the
+    threshold (``S = max(B, B^T)``), so that a causal pair (which can only pass one way) weighs as
+    much as a bidirectional one and decoders and encoders live on the same scale (the official
+    mean-symmetrization halves every decoder's connectivity). Both star-likeness definitions under
+    their own names, and size-normalized variants: ``lambda2 / n`` and the density relative to
+    the pairs the attention mask allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+
+#: the thresholds of the paper (Sec. 4) and of ``laplacian.ipynb``
+PAPER_THRESHOLDS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+#: the list in ``fiedler.ipynb``: 0.5 where the paper has 0.05
+FIEDLER_NOTEBOOK_THRESHOLDS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.5, 0.1, 0.2)
+#: every threshold either variant needs, sorted
+ALL_THRESHOLDS: tuple[float, ...] = tuple(sorted(set(PAPER_THRESHOLDS) | set(FIEDLER_NOTEBOOK_THRESHOLDS)))
+#: ``laplacian.ipynb`` builds the graph from its edge list (isolated nodes dropped) above this size
+LAPLACIAN_DENSE_MAX_TOKENS = 50
+STAR_COMPOSITE_WEIGHTS = (0.3, 0.7)  # basic, Gini
+
+CORRECTED_METRICS = ("lambda2", "lambda2_norm", "spectral_gap", "star_basic", "star_composite", "gini",
+                     "centralization", "degree_variance", "density", "density_allowed", "edges")
+LAPLACIAN_METRICS = ("fiedler", "spectral_gap", "star_likeness", "basic_star_likeness", "gini",
+                     "centralization", "degree_variance", "density", "error")
+FIEDLER_METRICS = ("fiedler", "star_likeness", "centralization", "degree_variance", "density", "error")
+
+
+def pad_square(mats: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack matrices ``[..., n_i, n_i]`` (same leading shape) into ``[graph, ..., N, N]`` with zeros.
+
+    Returns the padded batch and the sizes ``[graph]``.
+    """
+    if not mats:
+        raise ValueError("no matrices to pad")
+    big = max(m.shape[-1] for m in mats)
+    lead = mats[0].shape[:-2]
+    out = torch.zeros((len(mats), *lead, big, big), dtype=torch.float32)
+    for g, m in enumerate(mats):
+        if m.shape[:-2] != lead or m.shape[-1] != m.shape[-2]:
+            raise ValueError(f"matrix {g} has shape {tuple(m.shape)}; expected [..., n, n] with leading shape {tuple(lead)}")
+        n = m.shape[-1]
+        out[g, ..., :n, :n] = m.float()
+    return out, torch.tensor([m.shape[-1] for m in mats], dtype=torch.long)
+
+
+def _valid(sizes: torch.Tensor, big: int) -> torch.Tensor:
+    """``[graph, N]`` bool: which node slots are real tokens."""
+    return torch.arange(big, device=sizes.device)[None, :] < sizes[:, None]
+
+
+def _gini(deg: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """Gini of the degrees of ``count`` nodes, the others (padding, dropped nodes) being 0.
+
+    ``G = 2 sum_k k d_(k) / (N sum d) - (N + 1) / N`` with ``d`` ascending and ``k = 1..N``. Sorting
+    all slots puts the extra zeros first, which shifts every positive degree's rank by
+    ``slots - N``; that shift is subtracted again.
+    """
+    slots = deg.shape[-1]
+    d = torch.sort(deg, dim=-1).values
+    ranks = torch.arange(1, slots + 1, dtype=d.dtype, device=d.device)
+    total = d.sum(-1)
+    weighted = (d * ranks).sum(-1) - (slots - count) * total
+    n = count.clamp(min=1)
+    g = 2 * weighted / (n * total.clamp(min=1e-12)) - (n + 1) / n
+    return torch.where(total > 0, g, torch.zeros_like(g))
+
+
+def _degree_stats(deg: torch.Tensor, nodes: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Star-likeness, Gini, centralization and variance of in-degrees over a node set.
+
+    ``deg`` ``[..., N]`` in-degrees (0 outside the set); ``nodes`` ``[..., N]`` bool node set.
+    """
+    count = nodes.sum(-1).to(deg.dtype)  # [...]
+    dmax = deg.amax(-1)
+    total = deg.sum(-1)
+    basic = dmax / (count - 1).clamp(min=1)
+    central = torch.where(dmax > 0, (count * dmax - total) / (count - 1).clamp(min=1) ** 2, torch.zeros_like(dmax))
+    mean = total / count.clamp(min=1)
+    var = (deg**2).sum(-1) / count.clamp(min=1) - mean**2
+    gini = _gini(deg, count)
+    wb, wg = STAR_COMPOSITE_WEIGHTS
+    return {"star_basic": basic, "gini": gini, "star_composite": wb * basic + wg * gini,
+            "centralization": central, "degree_variance": var.clamp(min=0), "nodes": count}
+
+
+def _spectrum(weights: torch.Tensor, valid: torch.Tensor, k: int = 3) -> torch.Tensor:
+    """The ``k`` smallest Laplacian eigenvalues of each weighted graph ``[..., N, N]``.
+
+    Padding slots get a large isolated self-weight, which moves their eigenvalues above every
+    real one without coupling them to the graph, so the smallest ``n`` eigenvalues of the padded
+    matrix are exactly those of the ``n x n`` graph. Missing eigenvalues (``n < k``) are NaN.
+    """
+    w = weights * (1 - torch.eye(weights.shape[-1], dtype=weights.dtype, device=weights.device))
+    lap = torch.diag_embed(w.sum(-1)) - w
+    big = 4.0 * weights.shape[-1] + 10.0
+    lap = lap + torch.diag_embed((~valid).to(lap.dtype) * big)
+    ev = torch.linalg.eigvalsh(lap.double()).float()[..., :k]  # ascending
+    n = valid.sum(-1, keepdim=True)
+    idx = torch.arange(k, device=ev.device)
+    return torch.where(idx < n, ev, torch.full_like(ev, float("nan")))
+
+
+def threshold_graph_metrics(
+    att: torch.Tensor,
+    sizes: torch.Tensor,
+    causal: bool,
+    thresholds: Sequence[float] = ALL_THRESHOLDS,
+    variants: Sequence[str] = ("corrected", "laplacian", "fiedler"),
+) -> dict[str, torch.Tensor]:
+    """Graph metrics of every matrix at every threshold.
+
+    ``att`` ``[graph, N, N]`` padded attention (rows = queries, columns = keys), ``sizes``
+    ``[graph]``. Returns ``{"<variant>/<metric>": [threshold, graph]}`` for the requested variants
+    (see the module docstring for their definitions).
+    """
+    if att.dim() != 3 or att.shape[-1] != att.shape[-2]:
+        raise ValueError(f"attention must be [graph, N, N], got {tuple(att.shape)}")
+    unknown = set(variants) - {"corrected", "laplacian", "fiedler"}
+    if unknown:
+        raise ValueError(f"unknown variants {sorted(unknown)}; use corrected, laplacian, fiedler")
+    a = att.float()
+    G, N, _ = a.shape
+    sizes = sizes.to(a.device).long()
+    valid = _valid(sizes, N)  # [graph, N]
+    pair = valid[:, :, None] & valid[:, None, :]  # [graph, N, N]
+    t = torch.tensor(list(thresholds), dtype=a.dtype, device=a.device)
+    B = (a[None] > t[:, None, None, None]) & pair[None]  # [threshold, graph, query, key]
+    n = sizes.to(a.dtype)[None].expand(len(t), G)  # [threshold, graph]
+    eye = torch.eye(N, dtype=torch.bool, device=a.device)
+    out: dict[str, torch.Tensor] = {}
+
+    if "corrected" in variants:
+        off = B & ~eye
+        deg = off.sum(-2).to(a.dtype)  # [threshold, graph, key] in-degree without self-loops
+        st = _degree_stats(deg, valid[None].expand_as(deg))
+        w = (off | off.transpose(-1, -2)).to(a.dtype)
+        ev = _spectrum(w, valid[None].expand(len(t), G, N))
+        edges = off.sum((-1, -2)).to(a.dtype)
+        allowed = n * (n - 1) / 2 if causal else n * (n - 1)
+        out.update({
+            "corrected/lambda2": ev[..., 1], "corrected/lambda2_norm": ev[..., 1] / n,
+            "corrected/spectral_gap": ev[..., 2] - ev[..., 1],
+            "corrected/star_basic": st["star_basic"], "corrected/star_composite": st["star_composite"],
+            "corrected/gini": st["gini"], "corrected/centralization": st["centralization"],
+            "corrected/degree_variance": st["degree_variance"],
+            "corrected/density": B.sum((-1, -2)).to(a.dtype) / n**2,
+            "corrected/density_allowed": edges / allowed.clamp(min=1), "corrected/edges": edges,
+        })
+
+    if "laplacian" in variants or "fiedler" in variants:
+        deg = B.sum(-2).to(a.dtype)  # [threshold, graph, key] in-degree, self-loop counts 1
+        touched = B.any(-1) | B.any(-2)  # nodes that appear in the edge list
+        total = B.sum((-1, -2)).to(a.dtype)
+        error = total < 2
+        density = total / n**2
+        bf = B.to(a.dtype)
+        ev = _spectrum(0.5 * (bf + bf.transpose(-1, -2)), valid[None].expand(len(t), G, N))  # S = (B + B^T) / 2
+        zero = torch.zeros_like(total)
+        nan = torch.full_like(total, float("nan"))
+        if "laplacian" in variants:
+            dense = (sizes <= LAPLACIAN_DENSE_MAX_TOKENS)[None, :, None]
+            st = _degree_stats(deg, torch.where(dense, valid[None].expand_as(touched), touched))
+            vals = {"fiedler": ev[..., 1], "spectral_gap": ev[..., 2] - ev[..., 1],
+                    "star_likeness": st["star_composite"], "basic_star_likeness": st["star_basic"],
+                    "gini": st["gini"], "centralization": st["centralization"],
+                    "degree_variance": st["degree_variance"]}
+            for k, v in vals.items():
+                out[f"laplacian/{k}"] = torch.where(error, zero, torch.nan_to_num(v, nan=0.0))
+            out["laplacian/density"] = density
+            out["laplacian/error"] = error.to(a.dtype)
+        if "fiedler" in variants:
+            st = _degree_stats(deg, touched)
+            out["fiedler/fiedler"] = torch.where(error, zero, torch.nan_to_num(ev[..., 1], nan=0.0))
+            out["fiedler/star_likeness"] = torch.where(error, zero, st["star_basic"])
+            out["fiedler/centralization"] = torch.where(error, nan, st["centralization"])
+            out["fiedler/degree_variance"] = torch.where(error, nan, st["degree_variance"])
+            out["fiedler/density"] = torch.where(error, nan, density)
+            out["fiedler/error"] = error.to(a.dtype)
+    return out
+
+
+@dataclass(frozen=True)
+class SpectralReducer:
+    """Per-sample threshold-graph metrics for ``extract.summarize``.
+
+    From one sample's attention ``[layer, head, query, key]`` it keeps
+    ``{"<variant>/<metric>": [threshold, layer]}`` on the head-averaged matrix for every
+    threshold in ``ALL_THRESHOLDS`` (the corrected and both faithful variants), and, if
+    ``per_head``, ``{"head/<metric>": [threshold, layer, head]}`` for the corrected variant at the
+    paper's thresholds. ``version`` enters cache keys: bump it when the output changes.
+    """
+
+    per_head: bool = True
+    head_metrics: tuple[str, ...] = ("lambda2_norm", "star_basic", "centralization", "density_allowed")
+    name: str = "spectral"
+    version: int = 1
+    thresholds: tuple[float, ...] = field(default=ALL_THRESHOLDS)
+
+    def key(self) -> dict:
+        return {"reducer": self.name, "version": self.version, "per_head": self.per_head,
+                "head_metrics": list(self.head_metrics), "thresholds": list(self.thresholds)}
+
+    def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+        if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
+            raise ValueError(f"attention must be [layer, head, n, n], got {tuple(attn.shape)}")
+        L, H, n, _ = attn.shape
+        mean = attn.float().mean(1)  # [layer, query, key]
+        out = threshold_graph_metrics(mean, torch.full((L,), n), causal, self.thresholds)
+        res = {k: v.contiguous() for k, v in out.items()}
+        res["n_tokens"] = torch.tensor(n)
+        if self.per_head:
+            heads = threshold_graph_metrics(attn.float().reshape(L * H, n, n), torch.full((L * H,), n), causal,
+                                            PAPER_THRESHOLDS, variants=("corrected",))
+            for m in self.head_metrics:
+                res[f"head/{m}"] = heads[f"corrected/{m}"].reshape(len(PAPER_THRESHOLDS), L, H).contiguous()
+        return res
