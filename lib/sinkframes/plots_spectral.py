@@ -112,18 +112,18 @@ def faithful_vs_corrected(models: Sequence["ModelSpectra"], layers_tables: Seque
     return fig
 
 
-def head_heatmaps(models: Sequence["ModelSpectra"], metric: str, threshold: float):
-    """Layer x head heatmap of one corrected per-head metric at one threshold, one panel per model."""
+def head_heatmaps(models: Sequence["ModelSpectra"], metric: str):
+    """Layer x head heatmap of one corrected per-head metric (at the analysis' head threshold), one panel per model."""
     from .analyses.spectral import head_table
 
     _style()
     fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.8), squeeze=False)
     for ax, ms in zip(axes[0], models):
-        sns.heatmap(head_table(ms, metric, threshold), ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
+        sns.heatmap(head_table(ms, metric), ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
         ax.set_title(ms.ref, fontsize=10)
         ax.set_xlabel("head")
         ax.set_ylabel("layer")
-    fig.suptitle(f"{LABELS.get(metric, metric)} per head, t = {threshold:g}", fontsize=11)
+    fig.suptitle(f"{LABELS.get(metric, metric)} per head, t = {models[0].extra.get('head_threshold', 0.05):g}", fontsize=11)
     fig.tight_layout()
     return fig
 

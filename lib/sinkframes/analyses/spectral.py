@@ -43,7 +43,7 @@ class ModelSpectra:
     """Per-sentence threshold-graph metrics of one model on one sentence set."""
 
     record: dict[str, Any]
-    values: dict[str, np.ndarray]  # "<variant>/<metric>" -> [sample, threshold, layer]; "head/<m>" -> [sample, t, layer, head]
+    values: dict[str, np.ndarray]  # "<variant>/<metric>" -> [sample, threshold, layer]; "head/<m>" -> [sample, layer, head]
     n_tokens: np.ndarray  # [sample]
     thresholds: tuple[float, ...] = ALL_THRESHOLDS
     from_cache: bool = False
@@ -76,11 +76,13 @@ def spectra_from_summaries(record: dict[str, Any], summaries: list[dict[str, tor
     return ModelSpectra(record=record, values=values, n_tokens=n_tok)
 
 
-def analyse_model(ref: str, texts: list[str], *, per_head: bool = True, **opts: Any) -> ModelSpectra:
+def analyse_model(ref: str, texts: list[str], *, per_head: bool = True, head_threshold: float = 0.05,
+                  **opts: Any) -> ModelSpectra:
     """Threshold-graph metrics of ``ref`` on ``texts`` (one streamed pass, cached)."""
-    ex = extract.summarize(ref, texts, SpectralReducer(per_head=per_head), **opts)
+    ex = extract.summarize(ref, texts, SpectralReducer(per_head=per_head, head_threshold=head_threshold), **opts)
     ms = spectra_from_summaries(ex.record, ex.summaries or [])
     ms.from_cache = ex.from_cache
+    ms.extra["head_threshold"] = head_threshold
     return ms
 
 
@@ -356,7 +358,7 @@ def faithful_vs_corrected(ms: ModelSpectra, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def head_table(ms: ModelSpectra, metric: str, threshold: float) -> np.ndarray:
-    """``[layer, head]`` mean over sentences of a per-head corrected metric at one paper threshold."""
-    x = ms.values[f"head/{metric}"]  # [sample, t, layer, head]
-    return np.nanmean(x[:, list(PAPER_THRESHOLDS).index(threshold)], 0)
+def head_table(ms: ModelSpectra, metric: str) -> np.ndarray:
+    """``[layer, head]`` mean over sentences of a per-head corrected metric (at the reducer's head threshold)."""
+    x = ms.values[f"head/{metric}"]  # [sample, layer, head]
+    return np.nanmean(x, 0)

@@ -115,11 +115,12 @@ def _spectrum(weights: torch.Tensor, valid: torch.Tensor, k: int = 3) -> torch.T
     real one without coupling them to the graph, so the smallest ``n`` eigenvalues of the padded
     matrix are exactly those of the ``n x n`` graph. Missing eigenvalues (``n < k``) are NaN.
     """
-    w = weights * (1 - torch.eye(weights.shape[-1], dtype=weights.dtype, device=weights.device))
-    lap = torch.diag_embed(w.sum(-1)) - w
+    lap = -weights.double()
+    diag = lap.diagonal(dim1=-2, dim2=-1)
+    diag.zero_()  # self-loops do not enter a Laplacian
     big = 4.0 * weights.shape[-1] + 10.0
-    lap = lap + torch.diag_embed((~valid).to(lap.dtype) * big)
-    ev = torch.linalg.eigvalsh(lap.double()).float()[..., :k]  # ascending
+    diag.copy_(-lap.sum(-1) + (~valid).double() * big)
+    ev = torch.linalg.eigvalsh(lap).float()[..., :k]  # ascending
     n = valid.sum(-1, keepdim=True)
     idx = torch.arange(k, device=ev.device)
     return torch.where(idx < n, ev, torch.full_like(ev, float("nan")))
@@ -131,12 +132,14 @@ def threshold_graph_metrics(
     causal: bool,
     thresholds: Sequence[float] = ALL_THRESHOLDS,
     variants: Sequence[str] = ("corrected", "laplacian", "fiedler"),
+    spectra: bool = True,
 ) -> dict[str, torch.Tensor]:
     """Graph metrics of every matrix at every threshold.
 
     ``att`` ``[graph, N, N]`` padded attention (rows = queries, columns = keys), ``sizes``
     ``[graph]``. Returns ``{"<variant>/<metric>": [threshold, graph]}`` for the requested variants
-    (see the module docstring for their definitions).
+    (see the module docstring for their definitions). ``spectra=False`` skips the eigenvalues of the
+    corrected variant (its lambda2 and spectral gap are then NaN), for degree statistics alone.
     """
     if att.dim() != 3 or att.shape[-1] != att.shape[-2]:
         raise ValueError(f"attention must be [graph, N, N], got {tuple(att.shape)}")
@@ -151,16 +154,26 @@ def threshold_graph_metrics(
     t = torch.tensor(list(thresholds), dtype=a.dtype, device=a.device)
     B = (a[None] > t[:, None, None, None]) & pair[None]  # [threshold, graph, query, key]
     n = sizes.to(a.dtype)[None].expand(len(t), G)  # [threshold, graph]
-    eye = torch.eye(N, dtype=torch.bool, device=a.device)
     out: dict[str, torch.Tensor] = {}
 
+    Bf = B.to(a.dtype)  # [threshold, graph, query, key]; float sums are much faster than bool ones
+    loops = Bf.diagonal(dim1=-2, dim2=-1)  # [threshold, graph, node] self-loops
+    deg = Bf.sum(-2)  # in-degree, self-loop counted (the official convention)
+    deg_off = deg - loops  # in-degree without self-loops
+    total = deg.sum(-1)  # edges with self-loops
+    edges = total - loops.sum(-1)  # edges without
+    both = Bf * Bf.transpose(-1, -2)
+    one_way_only = bool(((both.sum((-1, -2)) - loops.sum(-1)) == 0).all())  # always so for causal attention
+    full = valid[None].expand(len(t), G, N)
+    corrected_ev = None
     if "corrected" in variants:
-        off = B & ~eye
-        deg = off.sum(-2).to(a.dtype)  # [threshold, graph, key] in-degree without self-loops
-        st = _degree_stats(deg, valid[None].expand_as(deg))
-        w = (off | off.transpose(-1, -2)).to(a.dtype)
-        ev = _spectrum(w, valid[None].expand(len(t), G, N))
-        edges = off.sum((-1, -2)).to(a.dtype)
+        st = _degree_stats(deg_off, full)
+        if spectra:
+            w = Bf + Bf.transpose(-1, -2) - both  # max(B, B^T); the diagonal is ignored by _spectrum
+            corrected_ev = _spectrum(w, full)
+            ev = corrected_ev
+        else:
+            ev = torch.full((len(t), G, 3), float("nan"))
         allowed = n * (n - 1) / 2 if causal else n * (n - 1)
         out.update({
             "corrected/lambda2": ev[..., 1], "corrected/lambda2_norm": ev[..., 1] / n,
@@ -168,18 +181,19 @@ def threshold_graph_metrics(
             "corrected/star_basic": st["star_basic"], "corrected/star_composite": st["star_composite"],
             "corrected/gini": st["gini"], "corrected/centralization": st["centralization"],
             "corrected/degree_variance": st["degree_variance"],
-            "corrected/density": B.sum((-1, -2)).to(a.dtype) / n**2,
+            "corrected/density": total / n**2,
             "corrected/density_allowed": edges / allowed.clamp(min=1), "corrected/edges": edges,
         })
 
     if "laplacian" in variants or "fiedler" in variants:
-        deg = B.sum(-2).to(a.dtype)  # [threshold, graph, key] in-degree, self-loop counts 1
-        touched = B.any(-1) | B.any(-2)  # nodes that appear in the edge list
-        total = B.sum((-1, -2)).to(a.dtype)
+        touched = (Bf.sum(-1) + deg) > 0  # nodes that appear in the edge list
         error = total < 2
         density = total / n**2
-        bf = B.to(a.dtype)
-        ev = _spectrum(0.5 * (bf + bf.transpose(-1, -2)), valid[None].expand(len(t), G, N))  # S = (B + B^T) / 2
+        if corrected_ev is not None and one_way_only:
+            # no pair passes both ways: (B + B^T) / 2 = max(B, B^T) / 2 off the diagonal
+            ev = 0.5 * corrected_ev
+        else:
+            ev = _spectrum(0.5 * (Bf + Bf.transpose(-1, -2)), full)  # S = (B + B^T) / 2
         zero = torch.zeros_like(total)
         nan = torch.full_like(total, float("nan"))
         if "laplacian" in variants:
@@ -211,19 +225,21 @@ class SpectralReducer:
     From one sample's attention ``[layer, head, query, key]`` it keeps
     ``{"<variant>/<metric>": [threshold, layer]}`` on the head-averaged matrix for every
     threshold in ``ALL_THRESHOLDS`` (the corrected and both faithful variants), and, if
-    ``per_head``, ``{"head/<metric>": [threshold, layer, head]}`` for the corrected variant at the
-    paper's thresholds. ``version`` enters cache keys: bump it when the output changes.
+    ``per_head``, ``{"head/<metric>": [layer, head]}`` for the corrected variant's degree statistics
+    at ``head_threshold`` (per-head spectra at every threshold would cost more than the forward pass). ``version`` enters cache keys: bump it when the output changes.
     """
 
     per_head: bool = True
-    head_metrics: tuple[str, ...] = ("lambda2_norm", "star_basic", "centralization", "density_allowed")
+    head_threshold: float = 0.05
+    head_metrics: tuple[str, ...] = ("star_basic", "centralization", "density_allowed")
     name: str = "spectral"
-    version: int = 1
+    version: int = 3
     thresholds: tuple[float, ...] = field(default=ALL_THRESHOLDS)
 
     def key(self) -> dict:
         return {"reducer": self.name, "version": self.version, "per_head": self.per_head,
-                "head_metrics": list(self.head_metrics), "thresholds": list(self.thresholds)}
+                "head_threshold": self.head_threshold, "head_metrics": list(self.head_metrics),
+                "thresholds": list(self.thresholds)}
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
         if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
@@ -235,7 +251,7 @@ class SpectralReducer:
         res["n_tokens"] = torch.tensor(n)
         if self.per_head:
             heads = threshold_graph_metrics(attn.float().reshape(L * H, n, n), torch.full((L * H,), n), causal,
-                                            PAPER_THRESHOLDS, variants=("corrected",))
+                                            (self.head_threshold,), variants=("corrected",), spectra=False)
             for m in self.head_metrics:
-                res[f"head/{m}"] = heads[f"corrected/{m}"].reshape(len(PAPER_THRESHOLDS), L, H).contiguous()
+                res[f"head/{m}"] = heads[f"corrected/{m}"].reshape(L, H).contiguous()
         return res
