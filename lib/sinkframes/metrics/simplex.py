@@ -225,7 +225,10 @@ def row_descriptors(attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]
     ``first_share`` (weight on position 0), ``max_share`` (weight on the strongest key),
     ``distance_to_vertex``, ``distance_to_uniform`` (over the allowed keys) and
     ``relative_distance_to_uniform`` (divided by the vertex-to-barycentre distance, 0 = uniform,
-    1 = as far as a one-hot row).
+    1 = as far as a one-hot row), ``near_vertex`` (1 where the row lies within ``pi / 2``, half the
+    vertex-to-vertex distance, of its nearest vertex; equivalently one key holds more than half of
+    the mass), ``first_is_top`` (1 where position 0 holds the largest weight) and
+    ``near_first_vertex`` (1 where the row lies within ``pi / 2`` of the position-0 vertex).
     """
     if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
         raise ValueError(f"attention must be [layer, head, query, key] with query == key, got {tuple(attn.shape)}")
@@ -241,14 +244,20 @@ def row_descriptors(attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]
     bc_uniform = (a.sqrt().sum(-1) / m.sqrt()).clamp(0.0, 1.0)
     d_uniform = 2.0 * torch.arccos(bc_uniform)
     d_vertex_bary = 2.0 * torch.arccos(1.0 / m.sqrt())  # [query-1], > 0 since m >= 2
+    d_vertex = 2.0 * torch.arccos(top.sqrt().clamp(0.0, 1.0))
+    near_vertex = (d_vertex < math.pi / 2).to(a.dtype)
+    first_is_top = (a.argmax(-1) == 0).to(a.dtype)
     return {
         "entropy": ent,
         "normalized_entropy": ent / m.log(),
         "first_share": a[..., 0],
         "max_share": top,
-        "distance_to_vertex": 2.0 * torch.arccos(top.sqrt().clamp(0.0, 1.0)),
+        "distance_to_vertex": d_vertex,
         "distance_to_uniform": d_uniform,
         "relative_distance_to_uniform": d_uniform / d_vertex_bary,
+        "near_vertex": near_vertex,
+        "first_is_top": first_is_top,
+        "near_first_vertex": near_vertex * first_is_top,
     }
 
 
