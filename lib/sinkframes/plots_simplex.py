@@ -143,7 +143,7 @@ def entropy_vs_sink_share(results: Sequence["ModelSimplex"]):
     """Normalized entropy against the share on position 0 (top) and on the strongest key (bottom):
     small dots are heads, large ones layer means, coloured by relative depth."""
     _style()
-    fig, axes = plt.subplots(2, len(results), figsize=(4.3 * len(results), 7.2), squeeze=False)
+    fig, axes = plt.subplots(2, len(results), figsize=(4.3 * len(results) + 1, 7.2), squeeze=False, layout="constrained")
     for c, r in enumerate(results):
         L = r.per_head["entropy"].shape[0]
         depth = np.repeat(np.arange(L) / max(1, L - 1), r.per_head["entropy"].shape[1])

@@ -192,9 +192,12 @@ def model_table(results: list[ModelSimplex]) -> pd.DataFrame:
 
 
 def head_correlation(r: ModelSimplex, x: str = "first_share", y: str = "normalized_entropy") -> float:
-    """Spearman correlation of two per-head descriptors over all (layer, head) pairs."""
+    """Spearman correlation of two per-head descriptors over all (layer, head) pairs (NaN when
+    either is constant, where a rank correlation is undefined)."""
     a = pd.Series(r.per_head[x].ravel())
     b = pd.Series(r.per_head[y].ravel())
+    if a.nunique() < 2 or b.nunique() < 2:
+        return float("nan")
     return float(a.corr(b, method="spearman"))
 
 
@@ -213,7 +216,8 @@ def geometry_notes(results: list[ModelSimplex]) -> str:
         rho = head_correlation(r)
         lo = d.loc[d["distance_to_vertex"].idxmin()]
         hi = d.loc[d["distance_to_vertex"].idxmax()]
-        trend = ("lower entropy goes with more weight on position 0" if rho <= -0.5 else
+        trend = ("the correlation of entropy and the weight on position 0 is undefined (one is constant)" if math.isnan(rho) else
+                 "lower entropy goes with more weight on position 0" if rho <= -0.5 else
                  "higher entropy goes with more weight on position 0" if rho >= 0.5 else
                  "entropy and the weight on position 0 are only weakly related")
         lines.append(
@@ -221,7 +225,8 @@ def geometry_notes(results: list[ModelSimplex]) -> str:
             f"and {on_first:.0%} of those put it on position 0; a majority of rows do so in {majority_layers} of {L} layers "
             f"({first_layers} with position 0 as that key). Rows are closest to a vertex in layer {int(lo.layer)} "
             f"(mean distance {lo.distance_to_vertex:.2f}, share on position 0 {lo.first_share:.2f}) and farthest in layer "
-            f"{int(hi.layer)} ({hi.distance_to_vertex:.2f}). Across heads, {trend} (Spearman {rho:+.2f})."
+            f"{int(hi.layer)} ({hi.distance_to_vertex:.2f}). Across heads, {trend}"
+            + ("." if math.isnan(rho) else f" (Spearman {rho:+.2f}).")
         )
     return "\n".join(lines)
 
@@ -236,10 +241,11 @@ def claim_verdict(results: list[ModelSimplex]) -> str:
         conc = float((d["near_vertex"] >= 0.5).mean())
         near = d["near_vertex"].mean()
         on_first = d["near_first_vertex"].mean() / near if near > 0 else 0.0
+        edge = " (on the rule's threshold)" if conc < 0.5 + 1.0 / len(d) else ""
         if conc >= 0.5 and on_first >= 0.5:
-            verdict = "**supports** it"
+            verdict = f"**supports** it{edge}"
         elif conc >= 0.5:
-            verdict = "**partly supports** it: rows are concentrated, but mostly not on position 0"
+            verdict = f"**partly supports** it{edge}: rows are concentrated, but mostly not on position 0"
         else:
             verdict = "**does not support** it: most rows in most layers stay spread over several keys"
         lines.append(f"- `{r.ref}` {verdict} (layers with a majority of concentrated rows: {conc:.0%}; "
