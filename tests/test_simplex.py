@@ -167,6 +167,7 @@ def test_reducer_on_a_perfect_first_token_sink():
     # every row is a vertex: relative distance to the uniform row over its i + 1 keys is exactly 1
     assert torch.allclose(out["relative_distance_to_uniform"], ones, atol=1e-5)
     assert out["n_tokens"].item() == n
+    assert torch.allclose(out["near_vertex"], ones) and torch.allclose(out["near_first_vertex"], ones)
 
 
 def test_reducer_on_causal_uniform_rows():
@@ -180,6 +181,8 @@ def test_reducer_on_causal_uniform_rows():
     assert torch.allclose(out["distance_to_uniform"], torch.zeros(2, 3), atol=2e-3)
     expected_vertex = np.mean([2 * math.acos(math.sqrt(1 / k)) for k in ks])
     assert out["distance_to_vertex"][1, 2].item() == pytest.approx(expected_vertex, rel=1e-5)
+    # query 1 splits 1/2, 1/2: exactly pi/2 from both vertices, not strictly within
+    assert torch.allclose(out["near_vertex"], torch.zeros(2, 3))
 
 
 def test_reducer_on_bidirectional_two_ends():
@@ -190,3 +193,15 @@ def test_reducer_on_bidirectional_two_ends():
     assert rows["entropy"][0, 0, 0].item() == pytest.approx(math.log(2), rel=1e-6)
     assert rows["distance_to_vertex"][0, 0, 0].item() == pytest.approx(math.pi / 2, rel=1e-6)
     assert rows["distance_to_uniform"][0, 0, 4].item() == pytest.approx(0, abs=2e-3)
+    assert rows["near_vertex"][0, 0].tolist() == [0, 0, 0, 0, 0]
+    three = torch.zeros(1, 1, 3, 3)
+    three[0, 0, :, 0] = torch.tensor([1.0, 0.9, 0.6])
+    three[0, 0, 1:, 1:] = torch.tensor([[0.05, 0.05], [0.2, 0.2]])
+    r = simplex.row_descriptors(three, causal=False)
+    # rows (0.9, .05, .05) and (0.6, .2, .2) are within pi/2 of the position-0 vertex
+    assert r["near_vertex"][0, 0].tolist() == [1, 1] and r["near_first_vertex"][0, 0].tolist() == [1, 1]
+    three[0, 0, 2] = torch.tensor([0.2, 0.6, 0.2])
+    r = simplex.row_descriptors(three, causal=False)
+    assert r["near_vertex"][0, 0].tolist() == [1, 1] and r["near_first_vertex"][0, 0].tolist() == [1, 0]
+    three[0, 0, 2] = torch.tensor([0.4, 0.4, 0.2])
+    assert simplex.row_descriptors(three, causal=False)["near_vertex"][0, 0].tolist() == [1, 0]
