@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from sinkframes.analyses import softmax_geometry as sg
 from sinkframes.metrics.simplex import SimplexSummaryReducer
