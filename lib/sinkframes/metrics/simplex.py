@@ -245,7 +245,7 @@ def row_descriptors(attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]
     d_uniform = 2.0 * torch.arccos(bc_uniform)
     d_vertex_bary = 2.0 * torch.arccos(1.0 / m.sqrt())  # [query-1], > 0 since m >= 2
     d_vertex = 2.0 * torch.arccos(top.sqrt().clamp(0.0, 1.0))
-    near_vertex = (d_vertex < math.pi / 2).to(a.dtype)
+    near_vertex = (top > 0.5).to(a.dtype)  # d_vertex < pi/2 exactly when max share > 1/2; compared on shares to avoid arccos rounding
     first_is_top = (a.argmax(-1) == 0).to(a.dtype)
     return {
         "entropy": ent,
@@ -270,7 +270,7 @@ class SimplexSummaryReducer:
     """
 
     name: str = "simplex_summary"
-    version: int = 1
+    version: int = 2
 
     def key(self) -> dict:
         return {"reducer": self.name, "version": self.version}
