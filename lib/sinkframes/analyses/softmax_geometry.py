@@ -1,0 +1,253 @@
+"""Softmax geometry (paper §3.2, appendix A): synthetic demonstrations and where real rows lie.
+
+Synthetic part: what it costs (in logit margin, or in key norm) to put a given share of the mass on
+one key, how a growing sink logit walks a row toward a vertex, and what a small sink key norm
+buys. Real part: per-layer descriptors of the attention rows of real models on the simplex
+(entropy, share on position 0 and on the strongest key, Fisher-Rao distances to the nearest vertex
+and to the uniform row), streamed through ``extract.summarize``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import extract, stats
+from ..metrics import simplex
+from ..metrics.simplex import SimplexSummaryReducer
+
+DESCRIPTORS = [
+    "entropy", "normalized_entropy", "first_share", "max_share", "distance_to_vertex", "distance_to_uniform",
+    "relative_distance_to_uniform", "near_vertex", "first_is_top", "near_first_vertex",
+]
+
+
+# --- synthetic ---------------------------------------------------------------------------------
+
+
+def margin_table(shares: tuple[float, ...] = (0.5, 0.9, 0.99), lengths: tuple[int, ...] = (4, 16, 64, 256),
+                 head_dim: int = 64, cosine: float = 0.5) -> pd.DataFrame:
+    """Logit margin one key needs over equal competitors to hold each share, and the key norm that
+    gives that margin to a query of norm ``sqrt(head_dim)`` (unit-variance components) at the given
+    cosine. One row per number of keys, one column per share and quantity."""
+    rows = []
+    for n in lengths:
+        row: dict[str, Any] = {"keys": n}
+        for s in shares:
+            m = simplex.margin_for_share(s, n)
+            row[f"margin for {s:.0%}"] = m
+            row[f"key norm for {s:.0%}"] = float(simplex.key_norm_for_margin(m, math.sqrt(head_dim), cosine, head_dim))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("keys")
+
+
+def sink_sweep_table(lengths: tuple[int, ...] = (8, 32, 128), sink_logits: np.ndarray | None = None,
+                     n_draws: int = 200, seed: int = 0) -> pd.DataFrame:
+    """Long table of ``simplex.sink_sweep`` for several row lengths (content logits ``N(0, 1)``)."""
+    t = np.linspace(-2.0, 12.0, 57) if sink_logits is None else np.asarray(sink_logits, dtype=float)
+    frames = []
+    for k, n in enumerate(lengths):
+        d = pd.DataFrame(simplex.sink_sweep(n, t, n_draws=n_draws, seed=seed + k))
+        d["keys"] = n
+        d["normalized_entropy"] = d["entropy"] / math.log(n)
+        frames.append(d)
+    return pd.concat(frames, ignore_index=True)
+
+
+def sweep_summary(sweep: pd.DataFrame, shares: tuple[float, ...] = (0.5, 0.9)) -> pd.DataFrame:
+    """Per row length: the sink logit at which the sink first reaches each share, and the row's
+    entropy, distance to the nearest vertex and noise sensitivity there (read off the sweep)."""
+    rows = []
+    for n, d in sweep.groupby("keys"):
+        start = d.iloc[0]
+        row: dict[str, Any] = {"keys": int(n), "noise speed, sink logit 0": float(np.interp(0.0, d["sink_logit"], d["noise_speed"]))}
+        for s in shares:
+            hit = d[d["sink_share"] >= s]
+            if hit.empty:
+                row[f"sink logit for {s:.0%}"] = float("nan")
+                continue
+            r = hit.iloc[0]
+            row[f"sink logit for {s:.0%}"] = float(r.sink_logit)
+            row[f"distance to vertex at {s:.0%}"] = float(r.distance_to_vertex)
+            row[f"noise speed at {s:.0%}"] = float(r.noise_speed)
+        row["noise speed, largest sink logit"] = float(d.iloc[-1].noise_speed)
+        row["noise speed, smallest sink logit"] = float(start.noise_speed)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("keys")
+
+
+def key_norm_sweep(key_norms: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0), *, n_keys: int = 32,
+                   target_share: float = 0.8, head_dim: int = 64, n_queries: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """A sink key of norm ``r`` along a fixed direction ``u`` against ``n_keys - 1`` content keys of norm
+    ``sqrt(head_dim)``; queries are ``a u + g`` with ``g ~ N(0, I)`` (seeded) and the shared component
+    ``a`` chosen so that the sink's mean logit is the margin that gives ``target_share`` against equal
+    competitors. Per key norm: the sink share across queries (mean, spread, 5th percentile), the
+    spread of the sink logit, and the query-sink cosine and query norm this requires.
+
+    The sink logit is ``q.k / sqrt(d) = r a / sqrt(d) + r (g.u) / sqrt(d)``: its query-dependent part
+    scales with ``r``, so a small key norm makes the sink take the same share from every query, at the
+    price of a large shared query component (queries nearly aligned with the sink key).
+    """
+    if not key_norms or min(key_norms) <= 0:
+        raise ValueError("key_norms must be positive")
+    gen = torch.Generator().manual_seed(seed)
+    d = head_dim
+    u = torch.nn.functional.normalize(torch.randn(d, generator=gen, dtype=torch.float64), dim=0)  # [d]
+    content = torch.randn(n_keys - 1, d, generator=gen, dtype=torch.float64)  # [key, d]
+    content = content - (content @ u).unsqueeze(1) * u  # content keys orthogonal to the sink direction
+    content = torch.nn.functional.normalize(content, dim=1) * math.sqrt(d)
+    g = torch.randn(n_queries, d, generator=gen, dtype=torch.float64)  # [query, d]
+    margin = simplex.margin_for_share(target_share, n_keys)
+    rows = []
+    for r in key_norms:
+        a = margin * math.sqrt(d) / r
+        q = g + a * u  # [query, d]
+        z_sink = (q @ (r * u)) / math.sqrt(d)  # [query]
+        z_content = (q @ content.T) / math.sqrt(d)  # [query, key]
+        p = torch.softmax(torch.cat([z_sink.unsqueeze(1), z_content], 1), -1)  # [query, key]; key 0 = sink
+        share = p[:, 0]
+        rows.append({
+            "sink key norm": r, "sink share (mean)": share.mean().item(), "sink share (sd across queries)": share.std().item(),
+            "sink share (5th percentile)": share.quantile(0.05).item(), "sink logit (sd)": z_sink.std().item(),
+            "query-sink cosine (mean)": torch.nn.functional.cosine_similarity(q, u.unsqueeze(0)).mean().item(),
+            "query norm (mean)": q.norm(dim=1).mean().item(),
+        })
+    return pd.DataFrame(rows)
+
+
+# --- real models -------------------------------------------------------------------------------
+
+
+@dataclass
+class ModelSimplex:
+    """Where one model's attention rows lie on the simplex, per layer (means over sentences, heads, queries)."""
+
+    record: dict[str, Any]
+    n_sentences: int
+    layers: pd.DataFrame  # one row per layer
+    per_head: dict[str, np.ndarray] = field(default_factory=dict)  # each [layer, head]
+    from_cache: bool = False
+
+    @property
+    def ref(self) -> str:
+        return self.record["ref"]
+
+
+def simplex_from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]], seed: int = 0) -> ModelSimplex:
+    """Aggregate per-sample ``SimplexSummaryReducer`` outputs into per-layer means and CIs."""
+    if not summaries:
+        raise ValueError(f"no summaries for {record.get('ref')}: nothing to aggregate")
+    n_layers = int(record["n_layers"])
+    arrays = {k: torch.stack([s[k].float() for s in summaries]).numpy() for k in DESCRIPTORS}  # each [sample, layer, head]
+    regions = stats.layer_regions(n_layers)
+    rows = []
+    for layer in range(n_layers):
+        row: dict[str, Any] = {"layer": layer, "depth": layer / max(1, n_layers - 1),
+                               "region": next(k for k, v in regions.items() if layer in v)}
+        for k, arr in arrays.items():
+            row[k] = float(np.nanmean(arr[:, layer]))
+        for k in ("distance_to_vertex", "entropy"):
+            _, lo, hi = stats.bootstrap_ci(np.nanmean(arrays[k][:, layer], axis=-1), seed=seed + layer)
+            row[f"{k}_low"], row[f"{k}_high"] = lo, hi
+        rows.append(row)
+    per_head = {k: np.nanmean(arr, axis=0) for k, arr in arrays.items()}
+    return ModelSimplex(record=record, n_sentences=len(summaries), layers=pd.DataFrame(rows), per_head=per_head)
+
+
+def analyse_model(ref: str, texts: list[str], *, seed: int = 0, **opts: Any) -> ModelSimplex:
+    """Simplex descriptors of ``ref``'s attention rows on ``texts`` (streamed reduction, cached)."""
+    ex = extract.summarize(ref, texts, SimplexSummaryReducer(), **opts)
+    ms = simplex_from_summaries(ex.record, ex.summaries or [], seed=seed)
+    ms.from_cache = ex.from_cache
+    return ms
+
+
+def analyse(models: list[str], texts: list[str], *, seed: int = 0, **opts: Any) -> list[ModelSimplex]:
+    return [analyse_model(m, texts, seed=seed, **opts) for m in models]
+
+
+def model_table(results: list[ModelSimplex]) -> pd.DataFrame:
+    """One row per model: descriptors averaged over layers, and where rows are most concentrated."""
+    rows = []
+    for r in results:
+        d = r.layers
+        best = d.loc[d["distance_to_vertex"].idxmin()]
+        rows.append({
+            "model": r.ref, "causal": r.record["causal"], "sentences": r.n_sentences,
+            "entropy (nats)": d["entropy"].mean(), "normalized entropy": d["normalized_entropy"].mean(),
+            "share on position 0": d["first_share"].mean(), "share on strongest key": d["max_share"].mean(),
+            "distance to nearest vertex": d["distance_to_vertex"].mean(),
+            "relative distance to uniform": d["relative_distance_to_uniform"].mean(),
+            "rows with a majority key": d["near_vertex"].mean(),
+            "rows with a majority on position 0": d["near_first_vertex"].mean(),
+            "most concentrated layer": int(best.layer),
+            "its distance to vertex": float(best.distance_to_vertex),
+        })
+    return pd.DataFrame(rows)
+
+
+def head_correlation(r: ModelSimplex, x: str = "first_share", y: str = "normalized_entropy") -> float:
+    """Spearman correlation of two per-head descriptors over all (layer, head) pairs (NaN when
+    either is constant, where a rank correlation is undefined)."""
+    a = pd.Series(r.per_head[x].ravel())
+    b = pd.Series(r.per_head[y].ravel())
+    if a.nunique() < 2 or b.nunique() < 2:
+        return float("nan")
+    return float(a.corr(b, method="spearman"))
+
+
+def geometry_notes(results: list[ModelSimplex]) -> str:
+    """Plain statements drawn from the data: how concentrated each model's rows are, on which key,
+    and whether lower entropy goes with a larger share on position 0 across heads."""
+    lines = []
+    for r in results:
+        d = r.layers
+        L = len(d)
+        majority_layers = int((d["near_vertex"] >= 0.5).sum())
+        first_layers = int((d["near_first_vertex"] >= 0.5).sum())
+        near = d["near_vertex"].mean()
+        near_first = d["near_first_vertex"].mean()
+        on_first = near_first / near if near > 0 else float("nan")
+        rho = head_correlation(r)
+        lo = d.loc[d["distance_to_vertex"].idxmin()]
+        hi = d.loc[d["distance_to_vertex"].idxmax()]
+        trend = ("the correlation of entropy and the weight on position 0 is undefined (one is constant)" if math.isnan(rho) else
+                 "lower entropy goes with more weight on position 0" if rho <= -0.5 else
+                 "higher entropy goes with more weight on position 0" if rho >= 0.5 else
+                 "entropy and the weight on position 0 are only weakly related")
+        lines.append(
+            f"- `{r.ref}`: {near:.0%} of rows give one key more than half of their mass (within pi/2 of a vertex), "
+            f"and {on_first:.0%} of those put it on position 0; a majority of rows do so in {majority_layers} of {L} layers "
+            f"({first_layers} with position 0 as that key). Rows are closest to a vertex in layer {int(lo.layer)} "
+            f"(mean distance {lo.distance_to_vertex:.2f}, share on position 0 {lo.first_share:.2f}) and farthest in layer "
+            f"{int(hi.layer)} ({hi.distance_to_vertex:.2f}). Across heads, {trend}"
+            + ("." if math.isnan(rho) else f" (Spearman {rho:+.2f}).")
+        )
+    return "\n".join(lines)
+
+
+def claim_verdict(results: list[ModelSimplex]) -> str:
+    """The geometric reading of §3.2 put to the data with a rule fixed in advance: a model supports
+    "attention settles near a vertex, on a reference token" if in at least half of its layers most
+    rows hold a majority on one key, and most of those rows hold it on position 0."""
+    lines = []
+    for r in results:
+        d = r.layers
+        conc = float((d["near_vertex"] >= 0.5).mean())
+        near = d["near_vertex"].mean()
+        on_first = d["near_first_vertex"].mean() / near if near > 0 else 0.0
+        edge = " (on the rule's threshold)" if conc < 0.5 + 1.0 / len(d) else ""
+        if conc >= 0.5 and on_first >= 0.5:
+            verdict = f"**supports** it{edge}"
+        elif conc >= 0.5:
+            verdict = f"**partly supports** it{edge}: rows are concentrated, but mostly not on position 0"
+        else:
+            verdict = "**does not support** it: most rows in most layers stay spread over several keys"
+        lines.append(f"- `{r.ref}` {verdict} (layers with a majority of concentrated rows: {conc:.0%}; "
+                     f"concentrated rows on position 0: {on_first:.0%}).")
+    return "\n".join(lines)
