@@ -124,3 +124,21 @@ def test_bootstrap_columns_matches_single_column_mean():
     assert (hi - lo) == pytest.approx(2 * 1.96 / np.sqrt(200), rel=0.25)  # normal-theory width
     with pytest.raises(ValueError):
         stats.bootstrap_mean_ci_columns(np.zeros(5))
+
+
+def test_tables_by_mode():
+    L, S = 6, 10
+    rng = np.random.default_rng(4)
+    keys = [f"corrected/{m}" for m in ("lambda2", "lambda2_norm", "star_basic", "star_composite", "centralization",
+                                       "degree_variance", "density_allowed", "gini")]
+    keys += [f"laplacian/{m}" for m in ("fiedler", "spectral_gap", "star_likeness", "gini", "centralization", "degree_variance", "density")]
+    keys += [f"fiedler/{m}" for m in ("fiedler", "star_likeness", "centralization", "degree_variance", "density")]
+    ms = spectra({k: rng.uniform(0.1, 1, (S, T, L)) for k in keys}, L, S)
+    corrected = sp.tables(ms, "corrected")
+    faithful = sp.tables(ms, "faithful")
+    assert set(corrected) == {"layers", "peaks", "correlations"}
+    assert set(faithful) == {"layers", "effectiveness", "regions", "correlations", "fiedler"}
+    assert set(faithful["fiedler"].threshold) == set(FIEDLER_NOTEBOOK_THRESHOLDS)
+    assert set(corrected["peaks"].threshold) == set(PAPER_THRESHOLDS)
+    with pytest.raises(ValueError, match="mode"):
+        sp.tables(ms, "exact")

@@ -362,3 +362,23 @@ def head_table(ms: ModelSpectra, metric: str) -> np.ndarray:
     """``[layer, head]`` mean over sentences of a per-head corrected metric (at the reducer's head threshold)."""
     x = ms.values[f"head/{metric}"]  # [sample, layer, head]
     return np.nanmean(x, 0)
+
+
+MODES = ("faithful", "corrected")
+
+
+def tables(ms: ModelSpectra, mode: str = "corrected", seed: int = 0) -> dict[str, pd.DataFrame]:
+    """Every table of one model under one mode.
+
+    ``corrected``: ``layers`` (layer means with intervals for the main metrics), ``peaks``
+    (middle-layer factor of lambda2) and ``correlations`` (both kinds, paper thresholds).
+    ``faithful``: ``laplacian.ipynb``'s ``layers``, ``effectiveness``, ``regions`` and
+    ``correlations``, plus ``fiedler`` (``fiedler.ipynb``'s summary on its own threshold list).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode == "faithful":
+        return {**faithful_laplacian(ms), "fiedler": faithful_fiedler(ms)}
+    return {"layers": layer_table(ms, ["lambda2", "lambda2_norm", "star_basic", "star_composite", "centralization",
+                                       "degree_variance", "density_allowed"], seed=seed),
+            "peaks": region_peaks(ms, "lambda2", seed=seed), "correlations": fiedler_correlations(ms, seed=seed)}
