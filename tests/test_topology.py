@@ -74,7 +74,16 @@ def test_betti_curve_counts_bars_alive_at_each_scale():
     # threshold t <-> scale 1 - t
     assert T.betti_curve(dgm, [0.9, 0.7, 0.5, 0.1]).tolist() == [1, 2, 1, 1]
     assert T.total_persistence(dgm) == pytest.approx(0.5)
+    assert T.total_persistence(dgm, max_scale=0.4) == pytest.approx(0.4 + 0.2)
     assert T.betti_curve(np.zeros((0, 2)), [0.5]).tolist() == [0]
+
+
+def test_truncated_filtration_keeps_the_betti_curves():
+    a = random_attention(20, causal=True, seed=3)
+    d = T.corrected_distance(a, causal=True)
+    full, cut = T.corrected_diagrams(d), T.corrected_layer(a, causal=True)
+    assert np.array_equal(T.betti_curve(full[0]), cut.betti0)
+    assert np.array_equal(T.betti_curve(full[1]), cut.betti1)
 
 
 def test_bad_input_is_rejected_with_a_clear_error():
@@ -131,6 +140,8 @@ def test_star_is_connected_with_no_loop():
     assert betti_at(c.h0, 0.9) == 1 and betti_at(c.h0, 0.91) == n
     assert c.betti1.max() == 0
     assert T.total_persistence(c.h0) == pytest.approx((n - 1) * (1 - 0.9))
+    # area under the beta0 curve up to the smallest threshold: the leaves plus the one lasting component
+    assert c.total_persistence(0) == pytest.approx((n - 1) * (1 - 0.9) + (1 - 0.001))
 
 
 def test_causal_first_sink_is_a_star_with_zero_length_bars():
@@ -147,6 +158,7 @@ def test_complete_graph_from_a_uniform_matrix(n):
     assert betti_at(c.h0, 1.0 / n) == 1 and betti_at(c.h0, 1.0 / n + 1e-6) == n
     assert c.betti1.max() == 0
     assert T.total_persistence(c.h0) == pytest.approx((n - 1) * (1 - 1.0 / n))
+    assert c.total_persistence(1) == 0
 
 
 def test_causal_mask_is_missing_data_not_zero_attention():

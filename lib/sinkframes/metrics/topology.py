@@ -27,7 +27,8 @@ Two modes, computed on the head-averaged attention ``Ā`` of a layer (``[query, 
 - distance ``1 - s`` with a zero diagonal, flag (Vietoris-Rips) complex up to triangles;
 - Betti numbers as functions of the scale: ``betti_k(t)`` = rank of ``H_k`` of the graph of the
   pairs with ``s >= t`` (scale ``r = 1 - t``), on a grid of attention thresholds and at the paper's
-  seven thresholds; total persistence (sum of finite bar lengths) per dimension.
+  seven thresholds; total persistence per dimension, the area under the Betti curve over the
+  scales ``[0, 1 - 0.001]`` (every bar cut at the smallest threshold, infinite ones included).
 
 Head specialization: per head, the key each sample's head "fixes on". ``faithful``: argmax of the
 plain column mean of ``A^h`` (all rows, self-attention and causal zeros included, which biases causal
@@ -86,6 +87,19 @@ def subsample_indices(n: int, k: int = FAITHFUL_MAX_POINTS) -> np.ndarray:
 def _intervals(st: gudhi.SimplexTree, dim: int) -> np.ndarray:
     out = np.asarray(st.persistence_intervals_in_dimension(dim), dtype=float)
     return out.reshape(-1, 2)
+
+
+def _flag_persistence(filtration: np.ndarray, max_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """H0 and H1 diagrams (field Z/2, zero-length bars dropped) of the flag complex up to triangles.
+
+    ``filtration``: symmetric, vertices on the diagonal, ``inf`` for absent edges; edges above
+    ``max_scale`` are left out.
+    """
+    st = gudhi.SimplexTree.create_from_array(filtration, max_filtration=max_scale)
+    st.expansion(2)
+    # the top dimension's homology is only needed when triangles are missing (then H1 or H0 is the top)
+    st.compute_persistence(homology_coeff_field=2, persistence_dim_max=st.dimension() < 2)
+    return _intervals(st, 0), _intervals(st, 1)
 
 
 # ----------------------------------------------------------------------------- faithful
@@ -152,11 +166,10 @@ def _faithful_h1(dist: np.ndarray) -> np.ndarray:
     m = np.minimum(m, m.T)
     finite = m[np.isfinite(m)]
     base = min(0.0, float(finite.min())) if finite.size else 0.0
+    if finite.size == k * (k - 1) and np.all(finite == finite[0]):
+        return np.zeros((0, 2))  # complete graph, every edge and triangle at one value: only zero-length bars
     np.fill_diagonal(m, base)
-    st = gudhi.SimplexTree.create_from_array(m, max_filtration=np.finfo(float).max)
-    st.expansion(2)
-    st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
-    return _intervals(st, 1)
+    return _flag_persistence(m, np.finfo(float).max)[1]
 
 
 def faithful_diagrams(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -225,15 +238,16 @@ def corrected_distance(avg: np.ndarray | torch.Tensor, causal: bool) -> np.ndarr
     return d
 
 
-def corrected_diagrams(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(H0, H1)`` diagrams of the flag complex of a symmetric distance matrix (``inf`` = no edge)."""
+def corrected_diagrams(dist: np.ndarray, max_scale: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(H0, H1)`` diagrams of the flag complex of a symmetric distance matrix (``inf`` = no edge).
+
+    ``max_scale``: leave out edges longer than this (bars still alive there become infinite);
+    ``None`` keeps the whole filtration.
+    """
     d = np.asarray(dist, dtype=float)
     if d.ndim != 2 or d.shape[0] != d.shape[1] or not np.allclose(d, d.T, equal_nan=True) or np.any(np.diag(d) != 0):
         raise ValueError("corrected distance must be a symmetric square matrix with a zero diagonal")
-    st = gudhi.SimplexTree.create_from_array(d, max_filtration=np.finfo(float).max)
-    st.expansion(2)
-    st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
-    return _intervals(st, 0), _intervals(st, 1)
+    return _flag_persistence(d, np.finfo(float).max if max_scale is None else float(max_scale))
 
 
 def betti_curve(dgm: np.ndarray, thresholds: np.ndarray | tuple[float, ...] = CURVE_THRESHOLDS) -> np.ndarray:
@@ -243,10 +257,13 @@ def betti_curve(dgm: np.ndarray, thresholds: np.ndarray | tuple[float, ...] = CU
     return ((b <= r) & (r < d)).sum(0)
 
 
-def total_persistence(dgm: np.ndarray) -> float:
-    """Sum of the lengths of the finite bars."""
-    life = dgm[:, 1] - dgm[:, 0]
-    return float(life[np.isfinite(life)].sum())
+def total_persistence(dgm: np.ndarray, max_scale: float | None = None) -> float:
+    """Sum of the bar lengths: finite bars only, or, with ``max_scale``, every bar cut at that scale
+    (= the area under the Betti curve between scale 0 and ``max_scale``)."""
+    if max_scale is None:
+        life = dgm[:, 1] - dgm[:, 0]
+        return float(life[np.isfinite(life)].sum())
+    return float(np.clip(np.minimum(dgm[:, 1], max_scale) - dgm[:, 0], 0, None).sum())
 
 
 @dataclass
@@ -265,11 +282,24 @@ class CorrectedLayer:
     def betti1(self) -> np.ndarray:
         return betti_curve(self.h1, self.thresholds)
 
+    @property
+    def max_scale(self) -> float:
+        return 1.0 - float(self.thresholds.min())
+
+    def total_persistence(self, dim: int) -> float:
+        """Area under the Betti-``dim`` curve over scales ``[0, 1 - min threshold]``."""
+        return total_persistence(self.h0 if dim == 0 else self.h1, self.max_scale)
+
 
 def corrected_layer(avg: np.ndarray | torch.Tensor, causal: bool, thresholds: np.ndarray = CURVE_THRESHOLDS) -> CorrectedLayer:
-    """Corrected diagrams of one head-averaged matrix (all tokens, no subsampling)."""
-    h0, h1 = corrected_diagrams(corrected_distance(avg, causal))
-    return CorrectedLayer(h0, h1, np.asarray(thresholds, dtype=float))
+    """Corrected diagrams of one head-averaged matrix (all tokens, no subsampling).
+
+    The filtration stops at the smallest threshold (scale ``1 - min(thresholds)``): weaker edges
+    change no Betti number on the grid, and leaving them out makes the complex several times smaller.
+    """
+    t = np.asarray(thresholds, dtype=float)
+    h0, h1 = corrected_diagrams(corrected_distance(avg, causal), max_scale=1.0 - float(t.min()))
+    return CorrectedLayer(h0, h1, t)
 
 
 def corrected_top_keys(attn: torch.Tensor, causal: bool) -> torch.Tensor:
@@ -301,7 +331,7 @@ class TopologyReducer:
 
     max_tokens: int = FAITHFUL_MAX_TOKENS
     name: str = "topology"
-    version: int = 1
+    version: int = 2
 
     def key(self) -> dict[str, Any]:
         return {"reducer": self.name, "version": self.version, "max_tokens": self.max_tokens,
@@ -315,16 +345,17 @@ class TopologyReducer:
         fa = a[..., : self.max_tokens, : self.max_tokens] if causal else a
         favg = fa.mean(1).numpy()  # [layer, query, key] (faithful input)
         avg = a.mean(1).numpy()  # [layer, query, key]
-        faithful = np.array([[faithful_layer(favg[l])[f] for f in FAITHFUL_FIELDS] for l in range(n_layers)])
+        per_layer = [faithful_layer(favg[l]) for l in range(n_layers)]
+        faithful = np.array([[d[f] for f in FAITHFUL_FIELDS] for d in per_layer])  # [layer, field]
         b0, b1, tp0, tp1, nb1, mp1 = [], [], [], [], [], []
         for l in range(n_layers):
             c = corrected_layer(avg[l], causal)
             b0.append(c.betti0)
             b1.append(c.betti1)
-            tp0.append(total_persistence(c.h0))
-            tp1.append(total_persistence(c.h1))
+            tp0.append(c.total_persistence(0))
+            tp1.append(c.total_persistence(1))
             nb1.append(len(c.h1))
-            mp1.append(float((c.h1[:, 1] - c.h1[:, 0]).max()) if len(c.h1) else 0.0)
+            mp1.append(float((np.minimum(c.h1[:, 1], c.max_scale) - c.h1[:, 0]).max()) if len(c.h1) else 0.0)
         return {
             "n_tokens": torch.tensor(n),
             "faithful": torch.tensor(faithful, dtype=torch.float32),  # [layer, field]
