@@ -125,10 +125,11 @@ def faithful_table(mt: ModelTopology) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def corrected_table(mt: ModelTopology, thresholds: tuple[float, ...] = topo.PAPER_THRESHOLDS) -> pd.DataFrame:
+def corrected_table(mt: ModelTopology, thresholds: tuple[float, ...] = topo.PAPER_THRESHOLDS,
+                    layers: list[int] | None = None) -> pd.DataFrame:
     """Per layer: corrected Betti numbers at the paper's thresholds, total persistence and H1 bar count (means)."""
     rows = []
-    for l in range(mt.n_layers):
+    for l in range(mt.n_layers) if layers is None else layers:
         row: dict[str, Any] = {"model": mt.ref, "layer": l}
         for t in thresholds:
             k = mt.threshold_index(t)
@@ -139,6 +140,16 @@ def corrected_table(mt: ModelTopology, thresholds: tuple[float, ...] = topo.PAPE
         row["H1 bars"] = mt.h1_bars[:, l].mean()
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def corrected_tables(results: list[ModelTopology]) -> pd.DataFrame:
+    """``corrected_table`` of every model at its official analysed layers, one table."""
+    return pd.concat([corrected_table(mt, layers=mt.layers) for mt in results], ignore_index=True)
+
+
+def faithful_tables(results: list[ModelTopology]) -> pd.DataFrame:
+    """``faithful_table`` of every model, one table."""
+    return pd.concat([faithful_table(mt) for mt in results], ignore_index=True)
 
 
 def degeneracy_table(results: list[ModelTopology]) -> pd.DataFrame:
@@ -209,6 +220,48 @@ def specialization_summary(results: list[ModelTopology]) -> pd.DataFrame:
             "by string (corrected): >= 0.5": int((t["token consistency"] >= 0.5).sum()),
         })
     return pd.DataFrame(rows)
+
+
+def head_table_compact(mt: ModelTopology) -> pd.DataFrame:
+    """Layer x head grid: ``position (consistency) | string (consistency)`` of the corrected score."""
+    t = head_specialization(mt)
+    t["cell"] = [f"{p} {pc:.0%} | {k} {kc:.0%}" for p, pc, k, kc in
+                 zip(t["position"], t["position consistency"], t["token"], t["token consistency"])]
+    grid = t.pivot(index="layer", columns="head", values="cell")
+    grid.columns = [f"head {h}" for h in grid.columns]
+    return grid
+
+
+def results_sample_comparison(results: list[ModelTopology]) -> pd.DataFrame:
+    """The official Results_sample/ runs beside this book's faithful numbers, row for row at the analysed layers."""
+    from .. import paper
+
+    ref = paper.results_sample_topology()
+    ref = ref.assign(source="official Results_sample", depth=ref["layer"] / (ref["layers"] - 1))
+    rows = []
+    for mt in results:
+        spec = head_specialization(mt)
+        for l in mt.layers:
+            sl = spec[spec["layer"] == l]
+            rows.append({
+                "source": "this book (faithful)", "model": mt.ref, "layers": mt.n_layers, "heads": mt.faithful_top.shape[2],
+                "layer": l, "depth": l / max(1, mt.n_layers - 1),
+                "betti0": mt.field("betti0")[:, l].mean(), "betti0_std": mt.field("betti0")[:, l].std(),
+                "betti1": mt.field("betti1")[:, l].mean(), "betti1_std": mt.field("betti1")[:, l].std(),
+                "attn_mean": mt.field("attention_mean")[:, l].mean(), "attn_max": mt.field("attention_max")[:, l].mean(),
+                "attn_std": mt.field("attention_std")[:, l].mean(),
+                "dim0_avg": np.nanmean(mt.field("dim0_avg")[:, l]) if np.isfinite(mt.field("dim0_avg")[:, l]).any() else np.nan,
+                "dim0_n": int(np.isfinite(mt.field("dim0_avg")[:, l]).sum()),
+                "dim1_avg": np.nanmean(mt.field("dim1_avg")[:, l]) if np.isfinite(mt.field("dim1_avg")[:, l]).any() else np.nan,
+                "dim1_n": int(np.isfinite(mt.field("dim1_avg")[:, l]).sum()),
+                "heads_cons_0.3": int((sl["faithful consistency"] >= topo.SPECIALIZED_MIN_CONSISTENCY).sum()),
+                "heads_cons_0.5": int((sl["faithful consistency"] >= topo.FIGURE_MIN_CONSISTENCY).sum()),
+                "top_token": Counter(sl["faithful token"]).most_common(1)[0][0],
+            })
+    cols = ["source", "model", "layers", "heads", "layer", "depth", "betti0", "betti0_std", "betti1", "betti1_std",
+            "attn_mean", "attn_max", "attn_std", "dim0_avg", "dim0_n", "dim1_avg", "dim1_n", "heads_cons_0.3",
+            "heads_cons_0.5", "top_token"]
+    return pd.concat([ref[cols], pd.DataFrame(rows, columns=cols)], ignore_index=True)
 
 
 def mean_curves(mt: ModelTopology) -> tuple[np.ndarray, np.ndarray]:
