@@ -326,3 +326,15 @@ def test_degeneracy_table_detects_the_token_count():
     row = atopo.degeneracy_table([mt]).iloc[0]
     assert row["faithful Betti1 (max)"] == 0
     assert row["sentences with the same Betti0 at every layer"] == 1.0
+
+
+def test_faithful_layer_tests_reproduce_the_constant_decoder_pattern():
+    lengths = (6, 10, 15, 21, 34)
+    tokens = [["<s>"] + ["w"] * (n - 1) for n in lengths]
+    summaries = [T.TopologyReducer()(stack(causal_uniform(n), layers=2, heads=1), True) for n in lengths]
+    mt = atopo.from_summaries({"ref": "fake", "causal": True}, tokens, summaries)
+    t = atopo.faithful_layer_tests(mt)
+    by = t.set_index("metric")["p"]
+    assert by["Betti0"] == pytest.approx(1.0) and by["mean attention"] == pytest.approx(1.0)
+    assert np.isnan(by["Betti1"]) and np.isnan(by["max attention"])
+    assert not t["significant"].any()

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def betti_curves(results: Sequence["ModelTopology"]):
     """Mean corrected Betti curves against the attention threshold, one line per layer (colour = depth)."""
     _style()
-    fig, axes = plt.subplots(2, len(results), figsize=(4.2 * len(results), 6.2), squeeze=False)
+    fig, axes = plt.subplots(2, len(results), figsize=(4.4 * len(results), 6.2), squeeze=False, layout="constrained")
     cmap = plt.get_cmap("viridis")
     for c, mt in enumerate(results):
         b0, b1 = mt.betti0.mean(0), mt.betti1.mean(0)  # [layer, threshold]
@@ -33,10 +33,11 @@ def betti_curves(results: Sequence["ModelTopology"]):
             for t in topo.PAPER_THRESHOLDS:
                 ax.axvline(t, color="grey", lw=0.4, ls=":")
             ax.set_ylabel(lab)
-            ax.set_xlabel("attention threshold t (edge if weight ≥ t)")
+            ax.set_xlim(topo.CURVE_THRESHOLDS.min(), 1.0)
+        axes[1, c].set_xlabel("threshold t (edge if attention ≥ t)")
         axes[0, c].set_title(f"{mt.ref} ({L} layers)", fontsize=10)
         sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, L - 1))
-        fig.colorbar(sm, ax=axes[:, c], shrink=0.6, label="layer")
+        fig.colorbar(sm, ax=axes[:, c], shrink=0.5, label="layer", pad=0.01)
     return fig
 
 
