@@ -338,3 +338,26 @@ def test_faithful_layer_tests_reproduce_the_constant_decoder_pattern():
     assert by["Betti0"] == pytest.approx(1.0) and by["mean attention"] == pytest.approx(1.0)
     assert np.isnan(by["Betti1"]) and np.isnan(by["max attention"])
     assert not t["significant"].any()
+
+
+def _uniform_model(causal: bool, lengths=(6, 10, 15, 21, 34), layers: int = 3) -> atopo.ModelTopology:
+    """Sentences whose every layer and head is uniform attention (causal or bidirectional)."""
+    tokens = [["<s>"] + ["w"] * (n - 2) + ["</s>"] for n in lengths]
+    make = causal_uniform if causal else (lambda n: torch.full((n, n), 1.0 / n))
+    summaries = [T.TopologyReducer()(stack(make(n), layers=layers, heads=2), causal) for n in lengths]
+    record = {"ref": "uniform", "causal": causal, "adds_bos": True, "position0_token": "<s>"}
+    return atopo.from_summaries(record, tokens, summaries)
+
+
+def test_claim_statements_follow_the_fixed_rules():
+    dec = _uniform_model(True)
+    text = atopo.claim_statements([dec])
+    # identical layers: no change of persistence with depth, and the same beta0 at every layer
+    assert "Betti1 = 0 at every layer" in text and "**supported** once" in text
+    assert "persistence rises in later layers" in text and "no clear change" in text
+    # uniform causal attention: the corrected score peaks on the first token in every sentence
+    assert "100% of the heads" in text and "fix on the start token `<s>`" in text
+    enc = _uniform_model(False)
+    text = atopo.claim_statements([enc])
+    # uniform bidirectional attention is one component at every threshold up to 1/n: nothing to test for loops
+    assert "beginning and end tokens" in text and "**not supported**" in text
