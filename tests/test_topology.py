@@ -361,3 +361,37 @@ def test_claim_statements_follow_the_fixed_rules():
     text = atopo.claim_statements([enc])
     # uniform bidirectional attention is one component at every threshold up to 1/n: nothing to test for loops
     assert "beginning and end tokens" in text and "**not supported**" in text
+
+
+def test_official_selection_takes_the_shortest_text_per_focus_word_then_short_and_middle_thirds():
+    import pandas as pd
+
+    rows = [("a" * k, w) for k, w in [(30, "x"), (10, "x"), (20, "y"), (50, "y"), (40, "z"), (5, "z"), (25, "z")]]
+    rows += [("b" * k, "solo") for k in range(60, 90)]
+    data = pd.DataFrame(rows, columns=["text", "focus_word"])
+    out = atopo.official_selection(data, 3, seed=0)
+    # three most frequent focus words (solo: 30, z: 3, then x or y: 2) -> the shortest text of each
+    assert out["text"].str.len().tolist()[:2] == [60, 5]
+    big = atopo.official_selection(data, 10, seed=1)
+    assert len(big) == 10 and big["focus_word"].value_counts().index[0] in {"solo", "x", "y", "z"}
+    longest_third = set(data["text"].str.len().sort_values().iloc[2 * (len(data) // 3):])
+    # the random part comes from the shortest and middle thirds only
+    assert not set(big["text"].str.len().iloc[4:]) & longest_third
+    assert atopo.official_selection(data, 10, seed=1).equals(big)
+    with pytest.raises(ValueError, match="focus_word"):
+        atopo.official_selection(data.drop(columns="focus_word"), 3)
+
+
+def test_official_selection_on_the_paper_csv_matches_the_spec():
+    from sinkframes import corpus
+
+    from .conftest import PAPER_CSV
+
+    if not PAPER_CSV.exists():
+        pytest.skip(f"paper CSV not at {PAPER_CSV}")
+    data = corpus.load_paper_csv(PAPER_CSV)
+    out = atopo.official_selection(data, 500, seed=0)
+    assert len(out) == 500 and out["focus_word"].iloc[:438].nunique() == 438
+    # the 438 shortest-per-focus-word sentences average 27.0 words (28.6 for the whole set)
+    assert out["word_count"].iloc[:438].mean() == pytest.approx(27.0, abs=0.05)
+    assert out["text"].str.len().iloc[438:].max() <= 222  # top-up from the shorter two thirds only

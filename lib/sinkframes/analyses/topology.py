@@ -71,6 +71,52 @@ class ModelTopology:
         return int(np.argmin(np.abs(self.thresholds - t)))
 
 
+SELECTIONS = ("balanced", "official")
+
+
+def official_selection(data: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFrame:
+    """The official notebook's sentence choice, with its random part seeded.
+
+    For each ``focus_word`` (most frequent first, at most ``n``) the row with the shortest text
+    (stable order on ties); then, if fewer than ``n``, ``(n - k) // 2`` rows drawn from the shortest
+    third of the set by text length and as many from the middle third (the longest third is never
+    used), topped up from the whole set; duplicates are possible, as in the official code; first ``n`` kept.
+    """
+    if "focus_word" not in data.columns:
+        raise ValueError("selection='official' needs a 'focus_word' column (the paper's CSV has one; "
+                         "the embedded set does not: use selection='balanced')")
+    if n < 1:
+        raise ValueError(f"n must be at least 1 (got {n})")
+    rng = np.random.default_rng(seed)
+    length = data["text"].astype(str).str.len()
+    words = data["focus_word"].value_counts().index[:n]
+    picked = [data.index[data["focus_word"] == w][np.argsort(length[data["focus_word"] == w].to_numpy(), kind="stable")[0]]
+              for w in words]
+    rest = n - len(picked)
+    if rest > 0:
+        order = data.index[np.argsort(length.to_numpy(), kind="stable")]
+        third = len(order) // 3
+        for part in (order[:third], order[third: 2 * third]):
+            take = min(rest // 2, len(part))
+            picked += list(rng.choice(part, size=take, replace=False))
+        short = n - len(picked)
+        if short > 0:
+            picked += list(rng.choice(data.index, size=min(short, len(data)), replace=False))
+    return data.loc[picked[:n]].reset_index(drop=True)
+
+
+def sentences(n: int, seed: int = 0, dataset: str = "embedded", csv_path: str | None = None,
+              selection: str = "balanced") -> pd.DataFrame:
+    """The chapter's sentences: the book's seeded field-balanced draw, or the official notebook's choice."""
+    from .. import corpus
+
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+    if selection == "balanced":
+        return corpus.sample_sentences(n, seed=seed, dataset=dataset, csv_path=csv_path)
+    return official_selection(corpus.load_dataset(dataset, csv_path), n, seed=seed)
+
+
 def from_summaries(record: dict[str, Any], tokens: list[list[str]], summaries: list[dict[str, torch.Tensor]],
                    max_tokens: int = topo.FAITHFUL_MAX_TOKENS) -> ModelTopology:
     """Stack the reducer outputs of every sentence."""
