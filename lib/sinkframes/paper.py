@@ -87,3 +87,68 @@ def spectral_claims(families: list[str] | None = None) -> pd.DataFrame:
     """The paper's threshold-graph claims, optionally for some families only."""
     rows = [c.__dict__ for c in SPECTRAL_CLAIMS if families is None or c.family in families]
     return pd.DataFrame(rows, columns=["family", "quantity", "value", "where", "definition"])
+
+
+# =============================================================================
+# Topology (paper sections 4, 5.1-5.3, appendices E-J) and the official Results_sample/ runs
+# =============================================================================
+
+TOPOLOGY_CLAIMS: list[Reported] = [
+    Reported("llama", "Betti0 across layers", "stable", "App. E", "number of H0 diagram points of ripser on 1 - A (official topology notebook)"),
+    Reported("llama", "persistence", "rises toward later layers", "App. E", "mean H0 bar length on 1 - A (= self-attention for decoders)"),
+    Reported("llama", "heads specialized on the BOS token", "100 %", "App. E", "string of the column-mean argmax, consistency over samples"),
+    Reported("llama", "Betti1", "0.00 at every layer", "App. E, G, J", "number of H1 diagram points"),
+    Reported("gemma", "Betti1", "0.00 at every layer", "App. G", "number of H1 diagram points"),
+    Reported("gemma", "heads specialized on <bos>", "100 %", "App. G", "string of the column-mean argmax"),
+    Reported("mistral", "Betti1", "0.00 at every layer", "App. G", "number of H1 diagram points"),
+    Reported("qwen", "head specialization", "36.6-65.4 %", "App. F", "string of the column-mean argmax"),
+    Reported("qwen", "persistence", "decreases with depth", "App. F", "mean H0 bar length"),
+    Reported("qwen", "component integration, instruct vs base", "-9.27 vs -8.19", "App. F", "Betti0 change (cannot arise from the official code for a decoder)"),
+    Reported("bert", "Betti1", "15.40, decreasing with depth", "App. H", "number of H1 diagram points"),
+    Reported("bert", "specialization", "beginning and end tokens", "App. H", "string of the column-mean argmax"),
+    Reported("xlm-roberta", "Betti1", "19.69; falls from 22.68 to 1.69", "App. H", "number of H1 diagram points (22.68 -> 1.69 matches Betti0 in Results_sample)"),
+    Reported("phi", "Betti0", "0.0 (layer 0) to 25.99 (layer 31)", "App. I", "0.0 is what the report prints for a layer with no data"),
+    Reported("pythia", "Betti0", "about 25.7", "App. J", "number of H0 diagram points (= min(tokens, 30) for decoders)"),
+    Reported("pythia", "Betti1", "0", "App. J", "number of H1 diagram points"),
+    Reported("pythia", "attention std", "0.1342-0.1471", "App. J", "std of the head-averaged matrix"),
+    Reported("pythia", "persistence change", "-0.1065 to -0.1671", "App. J", "change of mean H0 bar length"),
+    Reported("pythia", "specialization on 'Ġthe'", "31.0 % to 42.2 %; specialized heads 1 -> 4", "App. J", "string of the column-mean argmax"),
+]
+
+
+def topology_claims(families: list[str] | None = None) -> pd.DataFrame:
+    """The paper's topology claims, optionally for some families only."""
+    rows = [c.__dict__ for c in TOPOLOGY_CLAIMS if families is None or c.family in families]
+    return pd.DataFrame(rows, columns=["family", "quantity", "value", "where", "definition"])
+
+
+#: Results_sample/*/topology of the official repository (500 samples, max 48 tokens, fp32): per analysed
+#: layer, mean (± population std) over samples; dim0/dim1 persistence with the number of samples that
+#: had a finite bar; heads with consistency >= 0.3 and >= 0.5; the dominant top token.
+RESULTS_SAMPLE_TOPOLOGY_COLUMNS = [
+    "model", "layers", "heads", "layer", "betti0", "betti0_std", "betti1", "betti1_std", "attn_mean", "attn_max",
+    "attn_std", "dim0_avg", "dim0_n", "dim0_max", "dim1_avg", "dim1_n", "dim1_max", "heads_cons_0.3", "heads_cons_0.5", "top_token",
+]
+_NA = float("nan")
+RESULTS_SAMPLE_TOPOLOGY: list[tuple] = [
+    ("meta-llama/llama-3.2-3B", 28, 24, 0, 26.41, 5.14, 0.00, 0.00, 0.0351, 1.0, 0.1222, 0.0574, 500, 0.1522, _NA, 0, _NA, 24, 24, "<|begin_of_text|>"),
+    ("meta-llama/llama-3.2-3B", 28, 24, 7, 26.41, 5.14, 0.00, 0.00, 0.0351, 1.0, 0.1242, 0.0444, 500, 0.0848, _NA, 0, _NA, 24, 24, "<|begin_of_text|>"),
+    ("meta-llama/llama-3.2-3B", 28, 24, 14, 26.41, 5.14, 0.00, 0.00, 0.0351, 1.0, 0.1186, 0.0880, 500, 0.1400, _NA, 0, _NA, 24, 24, "<|begin_of_text|>"),
+    ("meta-llama/llama-3.2-3B", 28, 24, 21, 26.41, 5.14, 0.00, 0.00, 0.0351, 1.0, 0.1622, 0.0317, 500, 0.0637, _NA, 0, _NA, 24, 24, "<|begin_of_text|>"),
+    ("meta-llama/llama-3.2-3B", 28, 24, 27, 26.41, 5.14, 0.00, 0.00, 0.0351, 1.0, 0.1333, 0.1620, 500, 0.2350, _NA, 0, _NA, 24, 24, "<|begin_of_text|>"),
+    ("Qwen/Qwen2.5-7B", 28, 28, 0, 26.03, 5.55, 0.00, 0.00, 0.0362, 1.0, 0.0741, 0.2384, 500, 0.4993, _NA, 0, _NA, 7, 4, "The (12 heads); specialized heads on ','"),
+    ("Qwen/Qwen2.5-7B", 28, 28, 7, 26.03, 5.55, 0.00, 0.00, 0.0362, 1.0, 0.1161, 0.0922, 500, 0.2707, _NA, 0, _NA, 0, 0, "sentence-initial word"),
+    ("Qwen/Qwen2.5-7B", 28, 28, 14, 26.03, 5.55, 0.00, 0.00, 0.0362, 1.0, 0.1323, 0.0627, 500, 0.2556, _NA, 0, _NA, 0, 0, "sentence-initial word"),
+    ("Qwen/Qwen2.5-7B", 28, 28, 21, 26.03, 5.55, 0.00, 0.00, 0.0362, 1.0, 0.1186, 0.0810, 500, 0.2750, _NA, 0, _NA, 0, 0, "sentence-initial word"),
+    ("Qwen/Qwen2.5-7B", 28, 28, 27, 26.03, 5.55, 0.00, 0.00, 0.0362, 1.0, 0.1185, 0.2120, 500, 0.4135, _NA, 0, _NA, 0, 0, "sentence-initial word"),
+    ("FacebookAI/xlm-roberta-large", 24, 16, 0, 22.69, 3.75, 20.93, 6.86, 0.0299, 0.1732, 0.0196, 0.0518, 500, 0.0922, 0.0039, 500, 0.0113, 14, 14, "<s> (11 heads)"),
+    ("FacebookAI/xlm-roberta-large", 24, 16, 6, 2.29, 1.09, 5.54, 6.93, 0.0299, 0.7441, 0.0927, 0.0545, 443, 0.0620, 0.0173, 261, 0.0368, 16, 16, "."),
+    ("FacebookAI/xlm-roberta-large", 24, 16, 12, 1.01, 0.12, 8.52, 9.42, 0.0299, 0.8139, 0.0948, 0.0025, 7, 0.0025, 0.0265, 279, 0.0452, 16, 16, "."),
+    ("FacebookAI/xlm-roberta-large", 24, 16, 18, 1.00, 0.00, 0.00, 0.00, 0.0299, 0.6609, 0.0731, _NA, 0, _NA, _NA, 0, _NA, 16, 16, "</s> (consistency 0.986)"),
+    ("FacebookAI/xlm-roberta-large", 24, 16, 23, 1.70, 1.06, 3.19, 5.03, 0.0299, 0.3552, 0.0600, 0.0155, 199, 0.0203, 0.0181, 235, 0.0345, 15, 14, ". (8) / </s> (6)"),
+]
+
+
+def results_sample_topology() -> pd.DataFrame:
+    """The official Results_sample/ topology runs as a table (one row per model and analysed layer)."""
+    return pd.DataFrame(RESULTS_SAMPLE_TOPOLOGY, columns=RESULTS_SAMPLE_TOPOLOGY_COLUMNS)
