@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ..capture import expand_kv
@@ -48,14 +49,14 @@ def pearson(x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None) 
 
     (The official code returns 0 for a constant vector; NaN would be the strict answer.)
     """
-    x, y = x.double(), y.double()
+    x, y = x.float(), y.float()
     w = torch.ones_like(x) if mask is None else mask.to(x.dtype).expand_as(x)
     cnt = w.sum(-1).clamp_min(1)
     mx, my = (x * w).sum(-1) / cnt, (y * w).sum(-1) / cnt
     dx, dy = (x - mx.unsqueeze(-1)) * w, (y - my.unsqueeze(-1)) * w
     sxy, sxx, syy = (dx * dy).sum(-1), (dx * dx).sum(-1), (dy * dy).sum(-1)
-    ok = (sxx > 1e-24) & (syy > 1e-24)
-    r = sxy / (sxx.sqrt() * syy.sqrt()).clamp_min(1e-300)
+    ok = (sxx > 1e-20) & (syy > 1e-20)
+    r = sxy / (sxx.sqrt() * syy.sqrt()).clamp_min(1e-30)
     return torch.where(ok, r, torch.zeros_like(r)).float()
 
 
@@ -69,15 +70,15 @@ def row_entropy(attn: torch.Tensor, mode: str = "corrected") -> torch.Tensor:
     faithful: entries ``<= 1.19e-5`` dropped, the rest renormalized, NaN -> 0.
     corrected: the full row, ``0 log 0 = 0``.
     """
-    a = attn.double()
     if _mode(mode) == "faithful":
-        a = torch.nan_to_num(a, nan=0.0)
+        a = torch.nan_to_num(attn.double(), nan=0.0)
         keep = a > FAITHFUL_ENTROPY_EPS
         p = torch.where(keep, a, torch.zeros_like(a))
         p = p / p.sum(-1, keepdim=True).clamp_min(1e-300)
         h = -(torch.where(keep, p * p.clamp_min(1e-300).log(), torch.zeros_like(p))).sum(-1)
         return torch.nan_to_num(h, nan=0.0).float()
-    return -(torch.where(a > 0, a * a.clamp_min(1e-300).log(), torch.zeros_like(a))).sum(-1).float()
+    a = attn.float()
+    return -(torch.where(a > 0, a * a.clamp_min(1e-30).log(), torch.zeros_like(a))).sum(-1)
 
 
 def query_rows(n: int, causal: bool) -> torch.Tensor:
@@ -119,7 +120,7 @@ def output_magnitude(output: torch.Tensor) -> torch.Tensor:
 
 def cosine_matrix(x: torch.Tensor, tol: float = 1e-8) -> torch.Tensor:
     """``[..., token, token]`` cosine similarity; 0 where a norm is below ``tol``, 1 on the diagonal."""
-    x = x.double()
+    x = x.float()
     nrm = x.norm(dim=-1, keepdim=True)
     ok = nrm > tol
     xn = torch.where(ok, x / nrm.clamp_min(tol), torch.zeros_like(x))
@@ -132,7 +133,7 @@ def cosine_matrix(x: torch.Tensor, tol: float = 1e-8) -> torch.Tensor:
 def faithful_alignment(avg_attn: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
     """``[layer]``: Pearson over all pairs ``i != j`` of (``Ā_ij``, ``cos(X_i, X_j)``), causal zeros included."""
     n = avg_attn.shape[-1]
-    s = cosine_matrix(torch.nan_to_num(hidden.double(), nan=0.0, posinf=0.0, neginf=0.0))  # [layer, token, token]
+    s = cosine_matrix(torch.nan_to_num(hidden.float(), nan=0.0, posinf=0.0, neginf=0.0))  # [layer, token, token]
     off = ~torch.eye(n, dtype=torch.bool)
     return pearson(avg_attn.flatten(-2), s.flatten(-2), off.flatten())
 
@@ -277,6 +278,6 @@ def corrected_summary(attn: torch.Tensor, value: torch.Tensor, output_heads: tor
 
 def first_last(per_layer: torch.Tensor | list[float]) -> dict[str, float]:
     """First and last layer of a per-layer profile, their difference (the paper's "fold") and ratio."""
-    x = torch.as_tensor(per_layer, dtype=torch.float64)
+    x = torch.tensor(np.asarray(per_layer, dtype=np.float64))
     first, last = float(x[0]), float(x[-1])
     return {"first": first, "last": last, "difference": last - first, "ratio": last / first if first != 0 else float("nan")}
