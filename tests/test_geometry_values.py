@@ -44,6 +44,7 @@ def test_layer_means_over_samples_and_heads_ignore_nan():
     assert d["faithful_magnitude"].tolist() == pytest.approx([2.0, 4.0, 8.0])
     assert d["corrected_relative_magnitude"].tolist() == pytest.approx([0.5] * 3)  # the NaN head is left out
     assert d["region"].tolist() == ["early", "middle", "late"]
+    assert mg.extra["per_head"]["key_norm_ratio"].tolist() == [[0.5, 0.5], [0.5, 0.5], [2.0, 2.0]]
 
 
 def test_tables_report_difference_and_ratio():

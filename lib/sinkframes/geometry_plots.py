@@ -55,6 +55,22 @@ def rope_effect(results: Sequence["ModelGeometry"]):
     return fig
 
 
+def per_head(results: Sequence["ModelGeometry"], measure: str, title: str, center: float | None = None):
+    """Layer x head heatmap of one geometry measure (mean over sentences), one panel per model."""
+    _style()
+    fig, axes = plt.subplots(1, len(results), figsize=(3.8 * len(results), 3.9), squeeze=False)
+    for ax, r in zip(axes[0], results):
+        data = r.extra["per_head"][measure]
+        step = max(1, data.shape[0] // 10)
+        sns.heatmap(data, ax=ax, cmap="coolwarm" if center is not None else "viridis", center=center, yticklabels=step)
+        ax.set_title(r.ref, fontsize=10)
+        ax.set_xlabel("KV head" if measure == "key_norm_ratio" else "head")
+        ax.set_ylabel("layer")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
 _VALUE_PANELS = [("entropy", "attention entropy (nats)"), ("magnitude", "transformation magnitude"),
                  ("alignment", "geometric-semantic alignment"), ("relative_magnitude", "reference part / output")]
 

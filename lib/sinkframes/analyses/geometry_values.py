@@ -81,7 +81,7 @@ def _per_layer(summaries: list[dict[str, torch.Tensor]], name: str) -> np.ndarra
 
 
 def _nanmean0(arr: np.ndarray, n_layers: int) -> np.ndarray:
-    """Mean over samples ignoring NaN; NaN (without a warning) where a layer has no value at all."""
+    """Mean over samples (axis 0) ignoring NaN; NaN (without a warning) where there is no value at all."""
     if not arr.size:
         return np.full(n_layers, np.nan)
     ok = np.isfinite(arr)
@@ -100,7 +100,13 @@ def from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tenso
                              "region": [next(k for k, v in regions.items() if i in v) for i in range(n_layers)]}
     for n, arr in per_sample.items():
         table[n] = _nanmean0(arr, n_layers)
-    return ModelGeometry(record=record, n_sentences=len(summaries), layers=pd.DataFrame(table), per_sample=per_sample)
+    per_head = {}
+    for n in ("key_norm_ratio", "cos_to_sink_post", "alignment_part", "norm_part"):
+        stacked = [s[n].double().numpy() for s in summaries if n in s]
+        if stacked:
+            per_head[n] = _nanmean0(np.stack(stacked), n_layers)  # [layer, head] (key norms: [layer, kv_head])
+    return ModelGeometry(record=record, n_sentences=len(summaries), layers=pd.DataFrame(table), per_sample=per_sample,
+                         extra={"per_head": per_head})
 
 
 def analyse_model(ref: str, texts: list[str], **opts: Any) -> ModelGeometry:
