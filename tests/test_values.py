@@ -116,3 +116,14 @@ def test_summaries_on_a_real_capture_agree_with_the_sink_module(texts):
         assert torch.isfinite(f["entropy"]).all() and torch.isfinite(corr["alignment"]).all()
     with pytest.raises(ValueError, match="hidden states"):
         values.faithful_summary(c.attention, None)
+
+
+def test_corrected_summary_known_entropy_and_output_magnitude():
+    attn = torch.tensor([[1.0, 0, 0], [0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3]]).view(1, 1, 3, 3)
+    value = torch.eye(3).view(1, 1, 3, 3)
+    output = torch.tensor([[[1.0, 0.0], [0.0, 2.0], [3.0, 0.0]]])  # [layer, token, hidden]: norms 1, 2, 3
+    out = values.corrected_summary(attn, value, attn @ value, output, causal=True)
+    # query 0 of a causal model has no choice and is left out
+    assert out["entropy"].item() == pytest.approx((math.log(2) + math.log(3)) / 2, abs=1e-6)
+    assert out["magnitude"].item() == pytest.approx(2.5)
+    assert values.output_magnitude(output)[0].tolist() == pytest.approx([1.0, 2.0, 3.0])
