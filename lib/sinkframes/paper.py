@@ -152,3 +152,54 @@ RESULTS_SAMPLE_TOPOLOGY: list[tuple] = [
 def results_sample_topology() -> pd.DataFrame:
     """The official Results_sample/ topology runs as a table (one row per model and analysed layer)."""
     return pd.DataFrame(RESULTS_SAMPLE_TOPOLOGY, columns=RESULTS_SAMPLE_TOPOLOGY_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sink geometry and value space (Sec. 3.3-3.4, Sec. 5.4, App. C.2)
+
+VALUE_SPACE_CLAIMS: list[Reported] = [
+    Reported("all", "sink key", "small key norm, high cosine to the queries", "Sec. 3.3",
+             "qualitative; no official notebook computes key norms or query-key cosines"),
+    Reported("all", "standard RoPE and the first position", "position 0 gets the identity rotation, so it becomes the centralized sink", "Sec. 3.4", "qualitative"),
+    Reported("all", "attention entropy", "decreases with depth", "Sec. 5.4, App. C.2",
+             "official attention_value: entropy of head-averaged rows, entries > 1.19e-5 renormalized"),
+    Reported("llama", "transformation magnitude", "81.61-fold increase (centralized)", "Sec. 5.4, App. C.2",
+             "official: last-layer minus first-layer mean |X^{l+1} - X^l| on hidden states (a difference; ratio x34.2)"),
+    Reported("qwen", "transformation magnitude", "206.33-fold increase (distributed)", "Sec. 5.4, App. C.2",
+             "same difference (ratio x14.8)"),
+    Reported("xlm-roberta", "transformation magnitude", "4.08-fold increase (bidirectional)", "Sec. 5.4, App. C.2",
+             "same difference (ratio x1.21)"),
+    Reported("all", "geometric-semantic alignment", "becomes negative in deeper layers", "Sec. 5.4, App. C.2",
+             "official: Pearson of head-averaged attention and hidden-state cosine over all pairs i != j"),
+    Reported("llama", "reference tokens per sample", "1.0006 (centralized)", "App. C.2", "official reference_point rule"),
+    Reported("qwen", "reference tokens per sample", "1.23 (distributed)", "App. C.2", "official reference_point rule"),
+    Reported("bert", "reference tokens per sample", "1.58 (bidirectional)", "App. C.2", "official reference_point rule"),
+]
+
+#: mean reference tokens per sample by frame type (App. C.2)
+REFERENCE_COUNTS: dict[str, float] = {"centralized": 1.0006, "distributed": 1.23, "bidirectional": 1.58}
+
+#: first- and last-layer mean transformation magnitude of the official reports (spec section 10.4)
+#: and the number the paper prints as "fold": (frame, model, first, last, printed fold)
+MAGNITUDE_FOLDS: list[tuple[str, str, float, float, float]] = [
+    ("centralized", "meta-llama/Llama-3.2-3B", 2.4574, 84.0645, 81.61),
+    ("distributed", "Qwen/Qwen2.5-7B", 14.9950, 221.3231, 206.33),
+    ("bidirectional", "FacebookAI/xlm-roberta-large", 19.7318, 23.8098, 4.08),
+]
+
+
+def value_space_claims() -> pd.DataFrame:
+    """The paper's sink-geometry and value-space claims."""
+    return pd.DataFrame([c.__dict__ for c in VALUE_SPACE_CLAIMS], columns=["family", "quantity", "value", "where", "definition"])
+
+
+def reference_count_by_frame() -> dict[str, float]:
+    return dict(REFERENCE_COUNTS)
+
+
+def magnitude_folds() -> pd.DataFrame:
+    """The paper's "fold" numbers beside the difference and the ratio of the official first/last values."""
+    rows = [{"frame": f, "model (official report)": m, "first layer": a, "last layer": b, "paper's 'fold'": fold,
+             "difference last - first": round(b - a, 4), "ratio last / first": round(b / a, 2)}
+            for f, m, a, b, fold in MAGNITUDE_FOLDS]
+    return pd.DataFrame(rows)

@@ -1,0 +1,36 @@
+"""Benchmark: the sink-geometry and value-space suite against the forward pass.
+
+Times (1) the plain attention forward pass, (2) the capture forward pass (queries, keys, values,
+outputs and hidden states through hooks) and (3) the reduction of every captured sentence to the
+chapter's per-layer numbers (``GeometryValuesReducer``: both value-space modes and the geometry).
+
+Usage: python bench/bench_geometry.py [--model smollm2] [--n 100]
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness import arguments, forward_attention, report, timed
+
+from sinkframes import capture, corpus, extract
+from sinkframes.analyses.geometry_values import GeometryValuesReducer
+
+
+def main() -> None:
+    args = arguments(default_n=100)
+    forward_s, _, causal = forward_attention(args.model, args.n, args.batch_size, args.seed)
+    texts = corpus.sample_sentences(args.n, seed=args.seed)["text"].tolist()
+    lm = extract.get_model(args.model)
+    ids = extract.tokenize(lm.tokenizer, texts, 256)
+    t0 = time.perf_counter()
+    caps = [c for _, c in capture.iterate_captures(lm, ids, args.batch_size, progress=False)]
+    capture_s = time.perf_counter() - t0
+    reducer = GeometryValuesReducer()
+    suite_s, _ = timed(lambda: [reducer(c, causal) for c in caps])
+    report("geometry_values", args.model, args.n, forward_s, suite_s, capture_forward_s=round(capture_s, 3),
+           capture_overhead=round(capture_s / forward_s, 3) if forward_s > 0 else None)
+
+
+if __name__ == "__main__":
+    main()

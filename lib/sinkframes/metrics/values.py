@@ -1,0 +1,283 @@
+"""Value-space measures (paper section 5.4, appendix C.2), faithful and corrected.
+
+``mode="faithful"`` reproduces the official ``attention_value`` and ``reference_point`` notebooks
+(official-code spec, sections 7 and 8), defects included:
+
+- the "value vectors" are residual-stream hidden states ``X^l`` (``hidden_states[l]``), and the
+  attention is the head average ``Ā``;
+- attention entropy keeps entries ``> 100 * float32 eps`` and renormalizes; transformation magnitude
+  rescales both states of a layer to a maximum of 1e3 when they exceed it (so magnitudes are not
+  comparable across layers) and measures ``|X^{l+1}_i - X^l_i|``;
+- geometric-semantic alignment correlates ``Ā_ij`` with ``cos(X_i, X_j)`` over all pairs ``i != j``,
+  including the zeros a causal mask puts above the diagonal;
+- reference tokens: column mean of ``Ā`` over all rows > 0.1 (else the top 10 %, capped at the top
+  30 %); reference tokens themselves get the placeholders (0.5, 0.5, 0) that are averaged in.
+
+``mode="corrected"`` measures what the paper describes, per head: the value vectors ``W_V h`` (GQA:
+query head h reads KV head ``h // (H/KV)``), the real attention output (``A^h V^h`` before the output
+projection, the module's output after it), full-precision entropies over the rows that have a
+choice, correlations over the pairs a query can actually see, reference tokens by the per-head rule
+of ``metrics.sinks`` and no placeholders. Every function returns per-layer (or per-layer-and-head)
+values for ONE sample; first-vs-last "fold" comparisons are made on the aggregates
+(:func:`first_last`), as both a difference (what the paper's "fold" numbers are) and a ratio.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..capture import expand_kv
+from .sinks import eligible_pairs, reference_tokens
+
+FAITHFUL_ENTROPY_EPS = 100 * torch.finfo(torch.float32).eps  # ≈ 1.19e-5
+FAITHFUL_REFERENCE_THRESHOLD = 0.1
+PLACEHOLDERS = (0.5, 0.5, 0.0)  # relative magnitude, directional guidance, information change of reference tokens
+MODES = ("faithful", "corrected")
+
+
+def _mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    return mode
+
+
+def pearson(x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Pearson correlation along the last dim (only where ``mask``); 0 where either side is constant.
+
+    (The official code returns 0 for a constant vector; NaN would be the strict answer.)
+    """
+    x, y = x.float(), y.float()
+    w = torch.ones_like(x) if mask is None else mask.to(x.dtype).expand_as(x)
+    cnt = w.sum(-1).clamp_min(1)
+    mx, my = (x * w).sum(-1) / cnt, (y * w).sum(-1) / cnt
+    dx, dy = (x - mx.unsqueeze(-1)) * w, (y - my.unsqueeze(-1)) * w
+    sxy, sxx, syy = (dx * dy).sum(-1), (dx * dx).sum(-1), (dy * dy).sum(-1)
+    ok = (sxx > 1e-20) & (syy > 1e-20)
+    r = sxy / (sxx.sqrt() * syy.sqrt()).clamp_min(1e-30)
+    return torch.where(ok, r, torch.zeros_like(r)).float()
+
+
+# ---------------------------------------------------------------------------------------------
+# attention entropy
+
+
+def row_entropy(attn: torch.Tensor, mode: str = "corrected") -> torch.Tensor:
+    """Shannon entropy (nats) of every attention row, ``[..., query]``.
+
+    faithful: entries ``<= 1.19e-5`` dropped, the rest renormalized, NaN -> 0.
+    corrected: the full row, ``0 log 0 = 0``.
+    """
+    if _mode(mode) == "faithful":
+        a = torch.nan_to_num(attn.double(), nan=0.0)
+        keep = a > FAITHFUL_ENTROPY_EPS
+        p = torch.where(keep, a, torch.zeros_like(a))
+        p = p / p.sum(-1, keepdim=True).clamp_min(1e-300)
+        h = -(torch.where(keep, p * p.clamp_min(1e-300).log(), torch.zeros_like(p))).sum(-1)
+        return torch.nan_to_num(h, nan=0.0).float()
+    a = attn.float()
+    return -(torch.where(a > 0, a * a.clamp_min(1e-30).log(), torch.zeros_like(a))).sum(-1)
+
+
+def query_rows(n: int, causal: bool) -> torch.Tensor:
+    """``[query]`` bool: rows that have a choice (a causal query 0 can only look at itself)."""
+    rows = torch.ones(n, dtype=torch.bool)
+    if causal and n > 1:
+        rows[0] = False
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# transformation magnitude
+
+
+def faithful_magnitude(pre: torch.Tensor, post: torch.Tensor) -> torch.Tensor:
+    """``[layer, token]``: official transformation magnitude ``|post_i - pre_i|`` after its rescale rule.
+
+    ``pre``/``post``: ``[layer, token, hidden]`` (``X^l`` and ``X^{l+1}``). NaN/inf -> 0; if a
+    layer's largest absolute entry exceeds 1e3, both states of that layer are scaled to 1e3; the
+    difference is clipped to ``[-1e3, 1e3]`` elementwise, and the norm to ``[0, 1e6]``.
+    """
+    pre = torch.nan_to_num(pre.double(), nan=0.0, posinf=0.0, neginf=0.0)
+    post = torch.nan_to_num(post.double(), nan=0.0, posinf=0.0, neginf=0.0)
+    m = torch.maximum(pre.abs().amax((-1, -2)), post.abs().amax((-1, -2)))  # [layer]
+    f = torch.where(m > 1e3, 1e3 / m.clamp_min(1e-300), torch.ones_like(m)).view(-1, 1, 1)
+    delta = (post * f - pre * f).clamp(-1e3, 1e3)
+    return delta.norm(dim=-1).clamp(0, 1e6).float()
+
+
+def output_magnitude(output: torch.Tensor) -> torch.Tensor:
+    """``[layer, token]``: norm of the attention module's output (after the output projection):
+    how far attention moves each token's residual stream."""
+    return output.float().norm(dim=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# geometric-semantic alignment
+
+
+def cosine_matrix(x: torch.Tensor, tol: float = 1e-8) -> torch.Tensor:
+    """``[..., token, token]`` cosine similarity; 0 where a norm is below ``tol``, 1 on the diagonal."""
+    x = x.float()
+    nrm = x.norm(dim=-1, keepdim=True)
+    ok = nrm > tol
+    xn = torch.where(ok, x / nrm.clamp_min(tol), torch.zeros_like(x))
+    s = xn @ xn.transpose(-1, -2)
+    n = s.shape[-1]
+    eye = torch.eye(n, dtype=torch.bool)
+    return torch.where(eye, torch.ones_like(s), s).float()
+
+
+def faithful_alignment(avg_attn: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+    """``[layer]``: Pearson over all pairs ``i != j`` of (``Ā_ij``, ``cos(X_i, X_j)``), causal zeros included."""
+    n = avg_attn.shape[-1]
+    s = cosine_matrix(torch.nan_to_num(hidden.float(), nan=0.0, posinf=0.0, neginf=0.0))  # [layer, token, token]
+    off = ~torch.eye(n, dtype=torch.bool)
+    return pearson(avg_attn.flatten(-2), s.flatten(-2), off.flatten())
+
+
+def corrected_alignment(attn: torch.Tensor, value: torch.Tensor, causal: bool) -> torch.Tensor:
+    """``[layer, head]``: Pearson over the pairs a query can see (``i > j`` causal, ``i != j``
+    otherwise) of (``A^h_ij``, ``cos(v_i, v_j)``) with the head's own value vectors."""
+    v = expand_kv(value, attn.shape[1])  # [layer, head, token, dim]
+    n = attn.shape[-1]
+    s = cosine_matrix(v)  # [layer, head, token, token]
+    return pearson(attn.flatten(-2), s.flatten(-2), eligible_pairs(n, causal).flatten())
+
+
+# ---------------------------------------------------------------------------------------------
+# reference tokens and the decomposition of the attention output
+
+
+def faithful_reference_set(avg_attn: torch.Tensor) -> torch.Tensor:
+    """``[layer, token]`` bool: official reference tokens of the head-averaged attention.
+
+    Column mean over all rows > 0.1; if none, the top ``max(1, floor(0.1 n))`` columns; at most
+    the top ``max(1, floor(0.3 n))`` columns.
+    """
+    a = torch.nan_to_num(avg_attn.double(), nan=0.0, posinf=1.0)
+    n = a.shape[-1]
+    col = a.mean(-2)  # [layer, key]
+    order = col.argsort(-1, descending=True)
+    rank = torch.empty_like(order)
+    rank.scatter_(-1, order, torch.arange(n).expand_as(order))  # rank of each column by its mean
+    above = col > FAITHFUL_REFERENCE_THRESHOLD
+    fallback = rank < max(1, math.floor(0.1 * n))
+    chosen = torch.where(above.any(-1, keepdim=True), above, fallback)
+    return chosen & (rank < max(1, math.floor(0.3 * n)))
+
+
+def faithful_decomposition(avg_attn: torch.Tensor, hidden_in: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Official reference-point decomposition, per ``[layer]`` (means over all n tokens).
+
+    ``avg_attn [layer, query, key]``; ``hidden_in [layer, token, hidden]`` = ``X^l`` entering layer l.
+    For token ``i`` outside R: ``y = Σ_j Ã_ij X_j``, ``r = Σ_{j∈R} Ã_ij X_j``, ``u = y - r``;
+    relative magnitude ``clip(|r|/|y|, 0, 1)``, directional guidance ``(cos(r, y) + 1)/2``,
+    information change ``|y - u|`` (= ``|r|``). Reference tokens get (0.5, 0.5, 0), averaged in.
+    """
+    a = torch.nan_to_num(avg_attn.double(), nan=0.0, posinf=1.0)
+    x = torch.nan_to_num(hidden_in.double(), nan=0.0, posinf=0.0, neginf=0.0)
+    mx = x.abs().amax((-1, -2), keepdim=True)  # [layer, 1, 1]
+    x = torch.where(mx > 1e5, x * (1e5 / mx.clamp_min(1e-300)), x)
+    refs = faithful_reference_set(a)  # [layer, token]
+    rs = a.sum(-1, keepdim=True)
+    at = torch.where(rs > 1e-10, a / rs.clamp_min(1e-300), torch.zeros_like(a))  # row-renormalized
+    y = at @ x  # [layer, token, hidden]
+    r = (at * refs.unsqueeze(-2)) @ x
+    u = (at * (~refs).unsqueeze(-2)) @ x
+    ny, nr = y.norm(dim=-1), r.norm(dim=-1)
+    rel = torch.where(ny < 1e-10, torch.where(nr < 1e-10, 0.0, 1.0), (nr / ny.clamp_min(1e-300)).clamp(0, 1))
+    cos = (r * y).sum(-1) / (nr * ny).clamp_min(1e-300)
+    direc = torch.where((nr < 1e-10) | (ny < 1e-10), 0.5, (cos + 1) / 2)
+    info = (y - u).norm(dim=-1).clamp(max=1e6)
+    rel = torch.where(refs, PLACEHOLDERS[0], rel)
+    direc = torch.where(refs, PLACEHOLDERS[1], direc)
+    info = torch.where(refs, PLACEHOLDERS[2], info)
+
+    def mean(v: torch.Tensor) -> torch.Tensor:
+        ok = torch.isfinite(v)
+        return (torch.where(ok, v, 0.0).sum(-1) / ok.sum(-1).clamp_min(1)).float()
+
+    return {"relative_magnitude": mean(rel), "directional_guidance": mean(direc), "information_change": mean(info),
+            "reference_count": refs.sum(-1).float()}
+
+
+def corrected_decomposition(attn: torch.Tensor, value: torch.Tensor, output_heads: torch.Tensor, causal: bool,
+                            refs: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Per ``[layer, head]``: split each head's real output ``o_i = Σ_j A_ij v_j`` into its reference
+    part ``r_i = Σ_{j∈R} A_ij v_j`` and the rest, over queries ``i`` that have a choice and are not
+    reference tokens themselves (no placeholders).
+
+    - ``relative_magnitude``: mean ``|r_i| / |o_i|`` (not clipped: it exceeds 1 when the rest
+      cancels part of the reference pull);
+    - ``directional_guidance``: mean ``(cos(r_i, o_i) + 1)/2`` (same scale as the faithful one);
+    - ``reference_count``: reference tokens of the head (``metrics.sinks.reference_tokens``).
+    NaN where a head has no reference token or no eligible query.
+    """
+    if refs is None:
+        refs = reference_tokens(attn, causal)  # [layer, head, token]
+    v = expand_kv(value.float(), attn.shape[1])  # [layer, head, token, dim]
+    n = attn.shape[-1]
+    r = (attn.float() * refs.unsqueeze(-2)) @ v  # [layer, head, token, dim]
+    o = output_heads.float()
+    nr, no = r.norm(dim=-1), o.norm(dim=-1)  # [layer, head, token]
+    ok = (~refs) & query_rows(n, causal) & refs.any(-1, keepdim=True) & (no > 1e-12)
+    rel = nr / no.clamp_min(1e-12)
+    cos = (r * o).sum(-1) / (nr * no).clamp_min(1e-12)
+    cnt = ok.sum(-1)
+
+    def mean(x: torch.Tensor) -> torch.Tensor:
+        m = torch.where(ok, x, 0.0).sum(-1) / cnt.clamp_min(1)
+        return torch.where(cnt > 0, m, torch.full_like(m, float("nan")))
+
+    return {"relative_magnitude": mean(rel), "directional_guidance": mean((cos + 1) / 2), "reference_count": refs.sum(-1).float()}
+
+
+# ---------------------------------------------------------------------------------------------
+# one sample, both modes
+
+
+def faithful_summary(attn: torch.Tensor, hidden: torch.Tensor) -> dict[str, torch.Tensor]:
+    """All faithful measures of one sample, each ``[layer]``.
+
+    ``attn [layer, head, query, key]``; ``hidden [layer + 1, token, hidden]`` (HF hidden states).
+    """
+    if hidden is None or hidden.shape[0] != attn.shape[0] + 1:
+        raise ValueError("faithful value-space measures need the hidden states [layer + 1, token, hidden]")
+    avg = torch.nan_to_num(attn.float().mean(1), nan=0.0)  # [layer, query, key]
+    h_tok = row_entropy(avg, "faithful")  # [layer, query]
+    mag = faithful_magnitude(hidden[:-1], hidden[1:])  # [layer, token]
+    out = {
+        "entropy": h_tok.mean(-1),
+        "magnitude": mag.mean(-1),
+        "alignment": faithful_alignment(avg, hidden[:-1]),
+        "entropy_magnitude": pearson(h_tok, mag),
+    }
+    out.update(faithful_decomposition(avg, hidden[:-1]))
+    return out
+
+
+def corrected_summary(attn: torch.Tensor, value: torch.Tensor, output_heads: torch.Tensor, output: torch.Tensor,
+                      causal: bool) -> dict[str, torch.Tensor]:
+    """All corrected measures of one sample: ``[layer, head]`` per head, ``[layer]`` per token mix."""
+    n = attn.shape[-1]
+    rows = query_rows(n, causal)
+    h = row_entropy(attn, "corrected")  # [layer, head, query]
+    mag = output_magnitude(output)  # [layer, token]
+    out = {
+        "entropy": h[..., rows].mean(-1),
+        "magnitude": mag[..., rows].mean(-1),
+        "alignment": corrected_alignment(attn, value, causal),
+        "entropy_magnitude": pearson(h.mean(1)[..., rows], mag[..., rows]),
+    }
+    out.update(corrected_decomposition(attn, value, output_heads, causal))
+    return out
+
+
+def first_last(per_layer: torch.Tensor | list[float]) -> dict[str, float]:
+    """First and last layer of a per-layer profile, their difference (the paper's "fold") and ratio."""
+    x = torch.tensor(np.asarray(per_layer, dtype=np.float64))
+    first, last = float(x[0]), float(x[-1])
+    return {"first": first, "last": last, "difference": last - first, "ratio": last / first if first != 0 else float("nan")}
