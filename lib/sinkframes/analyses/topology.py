@@ -414,8 +414,8 @@ def claim_statements(results: list[ModelTopology], seed: int = 0) -> str:
                 f"- {name}, *Betti0 stable across layers*: faithful Betti0 is the same at every layer in "
                 f"{(mt.field('betti0') == mt.field('betti0')[:, :1]).all(1).mean():.0%} of sentences (it counts tokens); "
                 f"corrected, at the {n_inf} paper threshold{'s' if n_inf != 1 else ''} where some layer splits into "
-                f"components, the layer means of β0 stay within {R['betti0_stable_max_range']:g} component at "
-                f"{n_stable}: **{verdict0}**.")
+                f"components, the layer means of β0 stay within {R['betti0_stable_max_range']:g} component of each other "
+                f"at {n_stable} of them: **{verdict0}**.")
             m, lo, hi = _region_diff(mt.total_persistence0, mt.n_layers, seed)
             verdict = "supported" if lo > 0 else ("contradicted" if hi < 0 else "not supported (no clear change)")
             lines.append(
