@@ -26,13 +26,21 @@ def arguments(default_model: str = "smollm2", default_n: int = 500) -> argparse.
     return ap.parse_args()
 
 
+def benchmark_texts(n: int, seed: int = 0) -> list[str]:
+    """``n`` seeded sentences from the embedded set; beyond its size the draw is repeated in order
+    (timing depends on lengths, not on the sentences being distinct)."""
+    available = len(corpus.embedded_sentences())
+    texts = corpus.sample_sentences(min(n, available), seed=seed)["text"].tolist()
+    return [texts[i % len(texts)] for i in range(n)]
+
+
 def forward_attention(model: str, n: int, batch_size: int = 16, seed: int = 0) -> tuple[float, list[torch.Tensor], bool]:
     """Run the forward passes over ``n`` seeded sentences; return (seconds, attentions, causal).
 
     The attentions are kept in sentence order, each ``[layer, head, query, key]``.
     """
     torch.manual_seed(seed)
-    texts = corpus.sample_sentences(n, seed=seed)["text"].tolist()
+    texts = benchmark_texts(n, seed)
     lm = extract.get_model(model)
     ids = extract.tokenize(lm.tokenizer, texts, 256)
     out: list[Any] = [None] * len(ids)
