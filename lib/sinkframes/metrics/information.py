@@ -111,8 +111,8 @@ def sink_sets(attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
 def kl_rows(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """``KL(p || q)`` along the last axis in nats, both renormalized to sum 1 first (as
     ``scipy.stats.entropy``). ``0 log 0 = 0``; ``inf`` where ``q = 0 < p``."""
-    p = p.double()
-    q = q.double()
+    if not (p.is_floating_point() and p.dtype == q.dtype and p.dtype in (torch.float32, torch.float64)):
+        p, q = p.double(), q.double()
     p = p / p.sum(-1, keepdim=True)
     q = q / q.sum(-1, keepdim=True)
     return (torch.special.xlogy(p, p) - torch.special.xlogy(p, q)).sum(-1)
@@ -139,6 +139,11 @@ def remove_columns(probs: torch.Tensor, columns: torch.Tensor, empty: str = "nan
     return torch.where(dead, torch.full_like(out, float("nan")), out)
 
 
+def divergence_rows(probs: torch.Tensor) -> torch.Tensor:
+    """``[layer, head, query]``: ``KL(P^h_i || mean_h P^h_i)`` per row (NaN rows stay NaN)."""
+    return kl_rows(probs, probs.mean(1, keepdim=True))
+
+
 def inter_head_divergence(probs: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
     """``[layer, head]``: mean over query rows of ``KL(P^h_i || mean_h P^h_i)``.
 
@@ -146,20 +151,41 @@ def inter_head_divergence(probs: torch.Tensor, rows: torch.Tensor | None = None)
     """
     if rows is not None:
         probs = probs[:, :, rows]
-    mean = probs.mean(1, keepdim=True)  # [layer, 1, query, key]
-    kl = kl_rows(probs, mean)  # [layer, head, query]
-    return torch.nanmean(kl, dim=-1)
+    return torch.nanmean(divergence_rows(probs), dim=-1)
 
 
-def _row_probs(attn: torch.Tensor, faithful: bool) -> torch.Tensor:
-    """Rows renormalized to sum 1 (uniform ``1/n`` where a row sums to 0), float64."""
-    a = _check(attn)
+def _row_probs(attn: torch.Tensor, faithful: bool, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Rows ``[..., query, key]`` renormalized to sum 1 (uniform ``1/n`` where a row sums to 0)."""
+    a = attn
     if faithful:
         a = a.half()  # the official code held the weights in float16
-    a = a.double()
+    a = a.to(dtype)
     total = a.sum(-1, keepdim=True)
     n = a.shape[-1]
     return torch.where(total > 0, a / total.where(total > 0, torch.ones_like(total)), torch.full_like(a, 1.0 / n))
+
+
+def _faithful_change(probs_rows: torch.Tensor, columns: torch.Tensor, before: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Faithful change on probabilities already restricted to the official rows ``[layer, head, 20, key]``."""
+    if before is None:
+        before = inter_head_divergence(probs_rows).mean(-1)
+    after = inter_head_divergence(remove_columns(probs_rows, columns, "uniform")).mean(-1)
+    return {"before": before, "after": after, "reduction": before - after}
+
+
+def _corrected_change(probs: torch.Tensor, columns: torch.Tensor, before_rows: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Corrected change: all rows still defined after removal, the same rows before and after."""
+    masked = remove_columns(probs, columns, "nan")
+    defined = ~torch.isnan(masked[:, 0, :, 0])  # [layer, query]: the same rows for every head
+    if before_rows is None:
+        before_rows = divergence_rows(probs)  # [layer, head, query]
+    b = torch.where(defined[:, None, :], before_rows, torch.full_like(before_rows, float("nan")))
+    before = torch.nanmean(b, -1).mean(-1)
+    after = inter_head_divergence(masked).mean(-1)
+    none = ~columns.any(-1) | ~defined.any(-1)  # [layer]: nothing removed, or nothing left
+    nan = torch.full_like(before, float("nan"))
+    before, after = torch.where(none, nan, before), torch.where(none, nan, after)
+    return {"before": before, "after": after, "reduction": before - after}
 
 
 def kl_change(attn: torch.Tensor, columns: torch.Tensor, mode: str = "corrected", causal: bool = True) -> dict[str, torch.Tensor]:
@@ -170,36 +196,27 @@ def kl_change(attn: torch.Tensor, columns: torch.Tensor, mode: str = "corrected"
     same rows before and after; a layer with no sink gives NaN (nothing to remove).
     """
     _check_mode(mode)
-    faithful = mode == "faithful"
-    probs = _row_probs(attn, faithful)  # [layer, head, query, key]
-    n = probs.shape[-1]
-    if faithful:
-        rows = faithful_rows(n)
-        before = inter_head_divergence(probs, rows).mean(-1)
-        after = inter_head_divergence(remove_columns(probs, columns, "uniform"), rows).mean(-1)
-        return {"before": before, "after": after, "reduction": before - after}
-    masked = remove_columns(probs, columns, "nan")
-    defined = ~torch.isnan(masked[:, :1, :, :1])  # [layer, 1, query, 1]: same rows for every head
-    base = torch.where(defined, probs, torch.full_like(probs, float("nan")))
-    before = inter_head_divergence(base).mean(-1)
-    after = inter_head_divergence(masked).mean(-1)
-    none = ~columns.any(-1)  # [layer]
-    nan = torch.full_like(before, float("nan"))
-    before, after = torch.where(none, nan, before), torch.where(none, nan, after)
-    return {"before": before, "after": after, "reduction": before - after}
+    if mode == "faithful":
+        rows = faithful_rows(attn.shape[-1])
+        return _faithful_change(_row_probs(attn[:, :, rows], True), columns)
+    return _corrected_change(_row_probs(attn, False), columns)
 
 
 def sink_mass_share(attn: torch.Tensor, columns: torch.Tensor, heads: int | None = None) -> torch.Tensor:
     """``[layer]``: the paper's "sink concentration": share of a head's attention mass that lands
     on the ``columns`` (``[layer, key]`` bool), averaged over the first ``heads`` heads (all when
     ``None``; the official notebook uses 4)."""
-    a = _check(attn).double()
+    a = _check(attn)
     if heads is not None:
         a = a[:, : min(heads, a.shape[1])]
-    on = (a * columns.to(a.dtype)[:, None, None, :]).sum(dim=(-1, -2))  # [layer, head]
-    total = a.sum(dim=(-1, -2))
-    share = on / total.where(total > 0, torch.ones_like(total))
-    return share.mean(-1)
+    return _mass_share(a.double().sum(-2), columns)
+
+
+def _mass_share(colmass: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+    """``[layer]`` from per-head column masses ``[layer, head, key]``."""
+    on = (colmass * columns.to(colmass.dtype)[:, None, :]).sum(-1)  # [layer, head]
+    total = colmass.sum(-1)
+    return (on / total.where(total > 0, torch.ones_like(total))).mean(-1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,17 +240,42 @@ class InformationReducer:
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
         a = _check(attn).float()
-        out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(a.shape[-1])}
+        n_layers, n = a.shape[0], a.shape[-1]
+        out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(n)}
+        # shared work: corrected row divergences once; faithful only on its layers and 20 rows
+        probs = _row_probs(a, False, torch.float32)  # [layer, head, query, key]; float32 is ample here
+        before_rows = divergence_rows(probs)  # [layer, head, query]
+        f_layers = torch.tensor(official_layers(n_layers))
+        f_probs = _row_probs(a[f_layers][:, :, faithful_rows(n)], True)  # [official layer, head, row, key]
+        f_before = inter_head_divergence(f_probs).mean(-1)
+        colmass = a.double().sum(-2)  # [layer, head, key]
         for rule, cols in sink_sets(a, causal).items():
             out[f"{rule}/n_sinks"] = cols.sum(-1)
             out[f"{rule}/has_first"] = cols[:, 0]
-            out[f"{rule}/mass_all_heads"] = sink_mass_share(a, cols).float()
-            out[f"{rule}/mass_first4"] = sink_mass_share(a, cols, FAITHFUL_HEADS).float()
-            for mode in MODES:
-                ch = kl_change(a, cols, mode, causal)
-                out[f"{rule}/{mode}/before"] = ch["before"].float()
-                out[f"{rule}/{mode}/reduction"] = ch["reduction"].float()
+            out[f"{rule}/mass_all_heads"] = _mass_share(colmass, cols).float()
+            out[f"{rule}/mass_first4"] = _mass_share(colmass[:, :FAITHFUL_HEADS], cols).float()
+            ch = _corrected_change(probs, cols, before_rows)
+            out[f"{rule}/corrected/before"] = ch["before"].float()
+            out[f"{rule}/corrected/reduction"] = ch["reduction"].float()
+            fch = _faithful_change(f_probs, cols[f_layers], f_before)
+            for name in ("before", "reduction"):
+                full = torch.full((n_layers,), float("nan"))
+                full[f_layers] = fch[name].float()
+                out[f"{rule}/faithful/{name}"] = full
         return out
+
+
+def _nanmean(x: np.ndarray) -> float:
+    """Mean ignoring NaN; NaN (without a warning) when nothing is left."""
+    x = np.asarray(x, dtype=float)
+    x = x[~np.isnan(x)]
+    return float(x.mean()) if x.size else float("nan")
+
+
+def _nanstd(x: np.ndarray) -> float:
+    x = np.asarray(x, dtype=float)
+    x = x[~np.isnan(x)]
+    return float(x.std()) if x.size else float("nan")
 
 
 def stack_summaries(summaries: list[dict[str, torch.Tensor]], key: str) -> np.ndarray:
@@ -245,7 +287,7 @@ def rules() -> list[str]:
     return ["threshold", *[f"p{round(q * 100)}" for q in SINK_QUANTILES]]
 
 
-def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, seed: int = 0, n_perm: int = 4000) -> pd.DataFrame:
+def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, seed: int = 0, n_perm: int = 20000) -> pd.DataFrame:
     """Per-layer KL reduction and sink mass for one sink ``rule``.
 
     Faithful: the official layer subset, mean, population std and count over samples, sink mass
@@ -266,10 +308,10 @@ def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, 
             x = red[:, layer]
             rows.append({
                 "layer": layer, "region": stats.region_of(layer, n_layers),
-                "kl_before": float(np.nanmean(before[:, layer])),
-                "kl_reduction": float(np.nanmean(x)), "kl_reduction_std": float(np.nanstd(x)),
+                "kl_before": _nanmean((before[:, layer])),
+                "kl_reduction": _nanmean((x)), "kl_reduction_std": _nanstd((x)),
                 "count": int(np.sum(~np.isnan(x))),
-                "sink_mass": float(np.nanmean(mass[:, layer])), "sink_mass_std": float(np.nanstd(mass[:, layer])),
+                "sink_mass": _nanmean((mass[:, layer])), "sink_mass_std": _nanstd((mass[:, layer])),
                 "n_sinks": float(nsink[:, layer].mean()), "sinks_include_first": float(first[:, layer].mean()),
                 "p_value": OFFICIAL_P_VALUE,
                 "combined_p": stats.fisher_combined_p(np.full(int(np.sum(~np.isnan(x))), OFFICIAL_P_VALUE)),
@@ -282,7 +324,7 @@ def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, 
         m, mlo, mhi = stats.bootstrap_ci(mass[:, layer], seed=seed + layer)
         rows.append({
             "layer": layer, "region": stats.region_of(layer, n_layers),
-            "kl_before": float(np.nanmean(before[:, layer])),
+            "kl_before": _nanmean((before[:, layer])),
             "kl_reduction": mean, "ci_low": lo, "ci_high": hi, "count": int(np.sum(~np.isnan(x))),
             "effect_dz": stats.cohens_dz(x), "p_value": p,
             "sink_mass": m, "sink_mass_low": mlo, "sink_mass_high": mhi,
