@@ -72,7 +72,7 @@ def test_kl_change_two_heads_known_answer():
     a[0, 1, :, :] = torch.tensor([0.5, 0.0, 0.5])
     cols = torch.tensor([[True, False, False]])
     for mode in inf.MODES:
-        ch = inf.kl_change(a, cols, mode, causal=False)
+        ch = inf.kl_change(a, cols, mode)
         assert ch["before"].item() == pytest.approx(0.5 * math.log(2))
         assert ch["after"].item() == pytest.approx(math.log(2))
         assert ch["reduction"].item() == pytest.approx(-0.5 * math.log(2))
@@ -137,3 +137,19 @@ def test_bad_input():
         inf.percentile_sinks(torch.zeros(3, 3), 0.9)
     with pytest.raises(ValueError, match="mode"):
         inf.kl_change(stack(causal_uniform(4)), torch.zeros(2, 4, dtype=torch.bool), "official")
+
+
+def test_reducer_agrees_with_public_functions():
+    g = torch.Generator().manual_seed(1)
+    n, layers = 24, 8
+    mask = torch.tril(torch.ones(n, n, dtype=torch.bool))
+    a = torch.softmax(torch.randn(layers, 3, n, n, generator=g).masked_fill(~mask, float("-inf")), -1)
+    out = inf.InformationReducer()(a, True)
+    cols = inf.percentile_sinks(a, 0.9)
+    off = inf.official_layers(layers)
+    f = inf.kl_change(a, cols, "faithful")["reduction"]
+    c = inf.kl_change(a, cols, "corrected")["reduction"]
+    torch.testing.assert_close(out["p90/faithful/reduction"][off], f[off].float())
+    assert torch.isnan(out["p90/faithful/reduction"][[i for i in range(layers) if i not in off]]).all()
+    torch.testing.assert_close(out["p90/corrected/reduction"], c.float(), atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(out["p90/mass_first4"], inf.sink_mass_share(a, cols, 4).float())

@@ -118,13 +118,13 @@ def kl_rows(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return (torch.special.xlogy(p, p) - torch.special.xlogy(p, q)).sum(-1)
 
 
-def remove_columns(probs: torch.Tensor, columns: torch.Tensor, empty: str = "nan", causal: bool = True) -> torch.Tensor:
+def remove_columns(probs: torch.Tensor, columns: torch.Tensor, empty: str = "nan") -> torch.Tensor:
     """Zero ``columns`` (``[layer, key]`` bool) in row distributions ``[layer, head, query, key]``
     and renormalize each row.
 
     ``empty`` decides rows that lose all their mass: ``"nan"`` marks them undefined (corrected);
     ``"uniform"`` replaces them by a uniform row over every non-removed column, future positions
-    included (the official fallback). ``causal`` is only used to document the official breach.
+    included (the official fallback, which breaks causality).
     """
     if empty not in ("nan", "uniform"):
         raise ValueError("empty must be 'nan' or 'uniform'")
@@ -188,7 +188,7 @@ def _corrected_change(probs: torch.Tensor, columns: torch.Tensor, before_rows: t
     return {"before": before, "after": after, "reduction": before - after}
 
 
-def kl_change(attn: torch.Tensor, columns: torch.Tensor, mode: str = "corrected", causal: bool = True) -> dict[str, torch.Tensor]:
+def kl_change(attn: torch.Tensor, columns: torch.Tensor, mode: str = "corrected") -> dict[str, torch.Tensor]:
     """Inter-head divergence before and after removing ``columns``, per layer.
 
     Returns ``before``, ``after`` and ``reduction = before - after``, each ``[layer]`` (means over
