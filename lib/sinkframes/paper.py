@@ -117,3 +117,6 @@ FISHER_SHAPES: dict[str, str] = {
     "llama": "early", "gemma": "early", "mistral": "early", "qwen": "multiple", "phi": "multiple",
     "bert": "middle", "xlm-roberta": "middle",
 }
+
+#: the sign of the mean KL reduction the paper reports per family (+1 positive, -1 negative)
+KL_SIGNS: dict[str, int] = {"llama": -1, "phi": -1, "bert": 1, "xlm-roberta": 1}

@@ -122,8 +122,11 @@ def _kl_shape_verdict(shape: str, regions: "pd.DataFrame", layers: "pd.DataFrame
 def information_verdicts(results: list) -> str:
     """One line per model and claim: the paper's statement for the model's family, what the data
     show, and whether they support it (corrected measures decide; faithful shown beside)."""
+    import numpy as np
+
+    from . import stats
     from .analyses import information as info_mod
-    from .paper import CONCENTRATION_RANGES, FISHER_SHAPES, KL_SHAPES
+    from .paper import CONCENTRATION_RANGES, FISHER_SHAPES, KL_SHAPES, KL_SIGNS
 
     shape_text = {"negative": "negative in every layer", "u_shaped": "U-shaped over depth",
                   "three_phase": "three phases (positive early, negative middle and late)",
@@ -140,6 +143,12 @@ def information_verdicts(results: list) -> str:
             verdict, ev = _kl_shape_verdict(shape, r.regions(), corr)
             lines.append(f"- {name}, KL reduction {shape_text[shape]}: **{verdict}**. {ev}; faithful mean over its "
                          f"{len(faith)} layers {faith['kl_reduction'].mean():+.3f}.")
+        sign = KL_SIGNS.get(fam)
+        if sign:
+            m, lo, hi = stats.bootstrap_ci(np.nanmean(info_mod.inf.stack_summaries(r.summaries, "p90/corrected/reduction"), 1), seed=r.seed)
+            ok = lo > 0 if sign > 0 else hi < 0
+            lines.append(f"- {name}, mean KL reduction {'positive' if sign > 0 else 'negative'}: **{'supported' if ok else 'not supported'}**. "
+                         f"Corrected mean over layers {m:+.3f} (95 % interval {lo:+.3f} to {hi:+.3f}).")
         rng = CONCENTRATION_RANGES.get(fam)
         if rng:
             med = float(faith["sink_mass"].median())
