@@ -76,3 +76,82 @@ def bootstrap_mean_ci_columns(
         low = np.nanquantile(boot, alpha, axis=0) if np.isfinite(boot).any() else np.full(x.shape[1], np.nan)
         high = np.nanquantile(boot, 1 - alpha, axis=0) if np.isfinite(boot).any() else np.full(x.shape[1], np.nan)
     return mean, low, high
+
+
+# ---------------------------------------------------------------------------------------------
+# Paired tests and multiple-comparison correction (added for the information-geometry chapter)
+
+
+def sign_flip_test(values: np.ndarray, n_perm: int = 10000, seed: int = 0) -> tuple[float, float]:
+    """Two-sided sign-flip permutation test of ``mean(values) == 0`` for paired differences.
+
+    Under the null each difference is symmetric around 0, so its sign is exchangeable. With at
+    most 16 values the exact distribution over all ``2^n`` sign patterns is used; otherwise
+    ``n_perm`` seeded random patterns (p includes the observed pattern, so it is never 0).
+    NaNs are dropped. Returns ``(mean, p)``.
+    """
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        return float("nan"), float("nan")
+    obs = abs(x.mean())
+    if x.size <= 16:
+        signs = 1 - 2 * ((np.arange(2 ** x.size)[:, None] >> np.arange(x.size)) & 1)  # [pattern, value]
+        null = np.abs((signs * x).mean(1))
+        return float(x.mean()), float(np.mean(null >= obs - 1e-12))
+    rng = np.random.default_rng(seed)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(n_perm, x.size))
+    null = np.abs((signs * x).mean(1))
+    return float(x.mean()), float((1 + np.sum(null >= obs - 1e-12)) / (n_perm + 1))
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm step-down adjusted p-values (family-wise error control); NaNs stay NaN."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full_like(p, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out[order] = np.minimum(adj, 1.0)
+    return out
+
+
+def fdr_bh(p_values: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (false-discovery rate); NaNs stay NaN."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full_like(p, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    raw = p[order] * m / np.arange(1, m + 1)
+    adj = np.minimum.accumulate(raw[::-1])[::-1]
+    out[order] = np.minimum(adj, 1.0)
+    return out
+
+
+def cohens_dz(values: np.ndarray) -> float:
+    """Effect size of paired differences: mean / sample standard deviation (NaN if undefined)."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size < 2:
+        return float("nan")
+    sd = x.std(ddof=1)
+    return float(x.mean() / sd) if sd > 0 else float("nan")
+
+
+def fisher_combined_p(p_values: np.ndarray) -> float:
+    """Fisher's method as the official KL notebook computes it: ``X = -2 sum ln(p + 1e-10)``,
+    ``p = 1 - chi2_{2k}.cdf(X)``. With every p fixed at 1 (the shipped setting) it is 1."""
+    from scipy.stats import chi2
+
+    p = np.asarray(p_values, dtype=float)
+    p = p[~np.isnan(p)]
+    if p.size == 0:
+        return float("nan")
+    x = -2.0 * np.sum(np.log(p + 1e-10))
+    return float(1.0 - chi2.cdf(x, 2 * p.size))
