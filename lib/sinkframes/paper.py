@@ -21,6 +21,15 @@ class Reported:
     definition: str
 
 
+CLAIM_COLUMNS = ["family", "quantity", "value", "where", "definition"]
+
+
+def claims_table(claims: list[Reported], families: list[str] | None = None) -> pd.DataFrame:
+    """Reported values as a table, optionally for some families only (claims for "all" always stay)."""
+    rows = [c.__dict__ for c in claims if families is None or c.family in families or c.family == "all"]
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
 FRAME_BY_FAMILY: dict[str, str] = {
     "llama": "centralized", "mistral": "centralized", "gemma": "centralized",
     "qwen": "distributed", "phi": "distributed",
@@ -54,8 +63,7 @@ SINK_CLAIMS: list[Reported] = [
 
 def sink_claims(families: list[str] | None = None) -> pd.DataFrame:
     """The paper's sink and frame claims, optionally for some families only."""
-    rows = [c.__dict__ for c in SINK_CLAIMS if families is None or c.family in families]
-    return pd.DataFrame(rows, columns=["family", "quantity", "value", "where", "definition"])
+    return claims_table(SINK_CLAIMS, families)
 
 
 # ----------------------------------------------------------------------------- spectral graphs (Sec. 4-5, App. E-J)
@@ -85,8 +93,7 @@ SPECTRAL_CLAIMS: list[Reported] = [
 
 def spectral_claims(families: list[str] | None = None) -> pd.DataFrame:
     """The paper's threshold-graph claims, optionally for some families only."""
-    rows = [c.__dict__ for c in SPECTRAL_CLAIMS if families is None or c.family in families]
-    return pd.DataFrame(rows, columns=["family", "quantity", "value", "where", "definition"])
+    return claims_table(SPECTRAL_CLAIMS, families)
 
 
 # =============================================================================
@@ -118,8 +125,7 @@ TOPOLOGY_CLAIMS: list[Reported] = [
 
 def topology_claims(families: list[str] | None = None) -> pd.DataFrame:
     """The paper's topology claims, optionally for some families only."""
-    rows = [c.__dict__ for c in TOPOLOGY_CLAIMS if families is None or c.family in families]
-    return pd.DataFrame(rows, columns=["family", "quantity", "value", "where", "definition"])
+    return claims_table(TOPOLOGY_CLAIMS, families)
 
 
 #: Results_sample/*/topology of the official repository (500 samples, max 48 tokens, fp32): per analysed
@@ -190,7 +196,7 @@ MAGNITUDE_FOLDS: list[tuple[str, str, float, float, float]] = [
 
 def value_space_claims() -> pd.DataFrame:
     """The paper's sink-geometry and value-space claims."""
-    return pd.DataFrame([c.__dict__ for c in VALUE_SPACE_CLAIMS], columns=["family", "quantity", "value", "where", "definition"])
+    return claims_table(VALUE_SPACE_CLAIMS)
 
 
 def reference_count_by_frame() -> dict[str, float]:
@@ -242,8 +248,7 @@ INFORMATION_CLAIMS: list[Reported] = [
 def information_claims(families: list[str] | None = None) -> pd.DataFrame:
     """The paper's KL, sink-concentration and Fisher claims, optionally for some families only
     (claims about all models are always included)."""
-    rows = [c.__dict__ for c in INFORMATION_CLAIMS if families is None or c.family in families or c.family == "all"]
-    return pd.DataFrame(rows, columns=["family", "quantity", "value", "where", "definition"])
+    return claims_table(INFORMATION_CLAIMS, families)
 
 #: the paper's sink-concentration values as numeric ranges (fractions) per family, for verdicts;
 #: single values get +-0.10 around them
