@@ -2,8 +2,8 @@
 
 Times the chapter's per-sample suite (``SpectralReducer``: 3 variants x 8 thresholds x all layers on the
 head average, plus the corrected variant per head at the paper's 7 thresholds) over all sentences, and the
-same suite with every sample of a batch padded into one tensor (``threshold_graph_metrics`` on
-``[sample x layer, N, N]``, head-averaged part only).
+same suite with length-sorted chunks of sentences padded into one tensor (``threshold_graph_metrics``
+on ``[sample x layer, N, N]``, head-averaged part only), to show what cross-sentence batching buys.
 
 Usage: python bench/bench_spectral.py [--model smollm2] [--n 500]
 """
@@ -17,9 +17,11 @@ from sinkframes.metrics.graphs import ALL_THRESHOLDS, SpectralReducer, pad_squar
 
 
 def padded_head_average(atts: list[torch.Tensor], causal: bool, chunk: int = 64) -> None:
-    """The head-averaged suite on padded batches of ``chunk`` sentences (all layers and thresholds at once)."""
-    for k in range(0, len(atts), chunk):
-        mats, sizes = pad_square([a.mean(1) for a in atts[k : k + chunk]])  # [sample, layer, N, N]
+    """The head-averaged suite on padded batches of ``chunk`` sentences of similar length (all layers
+    and thresholds at once); eigenvalue cost grows as N^3, so sentences are sorted by length first."""
+    order = sorted(range(len(atts)), key=lambda i: atts[i].shape[-1])
+    for k in range(0, len(order), chunk):
+        mats, sizes = pad_square([atts[i].mean(1) for i in order[k : k + chunk]])  # [sample, layer, N, N]
         S, L, N, _ = mats.shape
         threshold_graph_metrics(mats.reshape(S * L, N, N), sizes.repeat_interleave(L), causal, ALL_THRESHOLDS)
 
