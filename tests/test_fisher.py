@@ -97,3 +97,28 @@ def test_corrected_decoder_matches_direct_gradient():
     direct = sum(float(p.grad.double().pow(2).sum()) for p in lm.model.parameters() if p.grad is not None)
     lm.model.zero_grad(set_to_none=True)
     assert res.values["fisher"].sum() == pytest.approx(direct, rel=1e-9)
+
+
+def _save_encoder(folder, with_head: bool) -> None:
+    from transformers import AutoModel, AutoModelForMaskedLM
+
+    from sinkframes import tiny
+
+    torch.manual_seed(0)
+    factory = AutoModelForMaskedLM if with_head else AutoModel
+    factory.from_config(tiny.tiny_config("bert")).save_pretrained(folder)
+    tiny.tiny_tokenizer("bert").save_pretrained(folder)
+
+
+def test_encoder_fisher_uses_the_masked_lm_head_when_the_checkpoint_has_one(tmp_path):
+    from sinkframes import models
+
+    _save_encoder(tmp_path / "mlm", with_head=True)
+    _save_encoder(tmp_path / "bare", with_head=False)
+    with_head = models.load_masked_lm(str(tmp_path / "mlm"))
+    assert with_head is not None and type(with_head.model).__name__.endswith("ForMaskedLM")
+    assert models.load_masked_lm(str(tmp_path / "bare")) is None  # a head would be random: refuse it
+    assert models.load_masked_lm("tiny:llama") is None
+    texts = corpus.sample_sentences(2, seed=0)["text"].tolist()
+    assert fisher.cached_fisher(str(tmp_path / "mlm"), texts, progress=False).objective == "masked-token cross-entropy"
+    assert fisher.cached_fisher(str(tmp_path / "bare"), texts, progress=False).objective.startswith("masked-sentence embedding")

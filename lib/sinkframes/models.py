@@ -446,3 +446,42 @@ def _convert_gguf(om: OfflineModel, pkg: Path, target: Path) -> None:
         os.replace(out, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# encoders with their masked-language-model head (for losses that need token predictions)
+
+MLM_HEAD_PREFIXES = ("cls.", "lm_head.")
+
+
+def load_masked_lm(
+    ref: str,
+    *,
+    dtype: str | torch.dtype = "float32",
+    device: str | torch.device = "auto",
+    revision: str | None = None,
+) -> LoadedModel | None:
+    """An encoder with its masked-LM head, or ``None`` when the checkpoint ships no such head.
+
+    ``load`` gives encoders without a head (attention does not need one). A head whose weights
+    are missing from the checkpoint would be random, so that case returns ``None`` and the caller
+    chooses another loss. Decoders and ``tiny:`` models also return ``None``.
+    """
+    from transformers import AutoModelForMaskedLM
+
+    if ref.startswith("tiny:"):
+        return None
+    base = load(ref, dtype=dtype, device=device, revision=revision)
+    if base.record.causal:
+        return None
+    where = str(_offline_folder(OFFLINE_MODELS[ref])[0]) if ref in OFFLINE_MODELS else ref
+    kwargs: dict[str, Any] = {"revision": revision} if revision and not Path(where).expanduser().is_dir() else {}
+    try:
+        model, info = AutoModelForMaskedLM.from_pretrained(where, attn_implementation="eager", dtype=_torch_dtype(dtype),
+                                                           output_loading_info=True, **kwargs)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"could not load a masked-LM head for {ref!r}: {exc}") from exc
+    if any(k.startswith(MLM_HEAD_PREFIXES) for k in info.get("missing_keys", [])):
+        return None
+    model = model.to(base.device).eval()
+    return LoadedModel(model, base.tokenizer, base.record, base.device)

@@ -8,7 +8,8 @@ information by layer").
 Losses:
 - decoders: next-token cross-entropy of the sentence.
 - encoders with a masked-LM head: masked-token cross-entropy on 15 % of the non-special
-  positions (seeded).
+  positions (seeded); ``cached_fisher`` loads the head with ``models.load_masked_lm`` whenever
+  the checkpoint ships its weights (hub BERT and XLM-R do).
 - encoders without one (the offline MiniLM: its checkpoint ends at the pooler, no
   ``cls.predictions`` weights): a masked-sentence *embedding consistency* loss,
   ``1 - cos(pool(h(masked)), pool(h(clean)))`` with the clean embedding held fixed. It lives in
@@ -263,6 +264,8 @@ def cached_fisher(ref: str, texts: list[str], mode: str = "corrected", seed: int
 
     def compute() -> dict[str, Any]:
         lm = extract.get_model(ref, dtype=dtype)
+        if not lm.record.causal:  # an encoder: use its masked-LM head where the checkpoint has one
+            lm = models.load_masked_lm(ref, dtype=dtype) or lm
         res = fisher_norms(lm, list(texts), mode=mode, seed=seed, progress=progress)
         return {"n_layers": res.n_layers, "objective": res.objective, "values": res.values.to_dict("list")}
 
