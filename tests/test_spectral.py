@@ -142,3 +142,16 @@ def test_tables_by_mode():
     assert set(corrected["peaks"].threshold) == set(PAPER_THRESHOLDS)
     with pytest.raises(ValueError, match="mode"):
         sp.tables(ms, "exact")
+
+
+def test_u_shape_is_a_middle_dip():
+    L, S = 9, 30
+    rng = np.random.default_rng(5)
+    profile = np.array([4, 4, 4, 1, 1, 1, 2, 2, 2.0])  # middle at 1/4 of early and 1/2 of late
+    ms = spectra({"corrected/lambda2": profile[None, None, :] + rng.normal(0, 0.05, (S, T, L))}, L, S)
+    peaks = sp.region_peaks(ms, "lambda2")
+    assert peaks["middle dip"].all() and (peaks["verdict"] == "no middle peak").all()
+    assert peaks["dip factor"].to_numpy() == pytest.approx(0.5, abs=0.03)
+    hump = spectra({"corrected/lambda2": np.array([1, 1, 1, 3, 3, 3, 1, 1, 1.0])[None, None, :]
+                    + rng.normal(0, 0.05, (S, T, L))}, L, S)
+    assert not sp.region_peaks(hump, "lambda2")["middle dip"].any()

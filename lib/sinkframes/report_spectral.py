@@ -21,9 +21,10 @@ def middle_peak_notes(peaks: pd.DataFrame) -> str:
     for model, g in peaks.groupby("model", sort=False):
         yes = g[g.verdict == "middle peak"].threshold.tolist()
         no = g[g.verdict == "no middle peak"].threshold.tolist()
+        dip = g[g["middle dip"]].threshold.tolist()
         lines.append(f"- `{model}`: middle-layer peak of lambda2 at t = {_fmt_ts(yes)}; clearly no peak at t = {_fmt_ts(no)} "
                      f"(factors {g['peak factor'].min():.2f} to {g['peak factor'].max():.2f}; the paper reports "
-                     f"1.01x-1.61x for Llama).")
+                     f"1.01x-1.61x for Llama); middle dip (a U shape) at t = {_fmt_ts(dip)}.")
     return "\n".join(lines)
 
 
@@ -83,6 +84,10 @@ def evidence_summary(peaks: pd.DataFrame, flips: pd.DataFrame, models: Sequence[
                            "supported" if comp.min() > 0.53 else ("partly supported" if comp.max() > 0.53 else "not supported"),
                            f"{comp.min():.2f}-{comp.max():.2f}"))
         if fam in ("bert", "xlm-roberta"):
+            dip_ts = g[g["middle dip"]].threshold.tolist()
+            claims.append(("U-shaped connectivity over depth (bidirectional frames, App. H)",
+                           "supported" if len(dip_ts) >= 4 else ("partly supported" if dip_ts else "not supported"),
+                           f"lambda2 dips in the middle third at t = {_fmt_ts(dip_ts)}"))
             claims.append(("composite star-likeness 0.33-0.39 (App. H)",
                            "supported" if 0.3 <= comp.median() <= 0.42 else "not supported",
                            f"median over thresholds {comp.median():.2f}"))

@@ -126,13 +126,20 @@ def _peak_factor(reg: np.ndarray) -> np.ndarray:
         return np.minimum(reg[..., 1] / reg[..., 0], reg[..., 1] / reg[..., 2])
 
 
+def _dip_factor(reg: np.ndarray) -> np.ndarray:
+    """``max(middle / early, middle / late)``: below 1 when the middle layers sit under both ends."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum(reg[..., 1] / reg[..., 0], reg[..., 1] / reg[..., 2])
+
+
 def region_peaks(ms: ModelSpectra, metric: str, thresholds: Sequence[float] = PAPER_THRESHOLDS,
                  seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
     """Per threshold: early/middle/late means of a corrected metric and the middle-peak factor.
 
     The factor ``min(middle/early, middle/late)`` is computed from sentence means, with a 95 %
     bootstrap interval (sentences resampled); "middle peak" is claimed only when the whole
-    interval lies above 1.
+    interval lies above 1. The mirror image, a U shape, uses the dip factor
+    ``max(middle/early, middle/late)``: "middle dip" only when its whole interval lies below 1.
     """
     x = ms.at(f"corrected/{metric}", thresholds)  # [sample, t, layer]
     S = x.shape[0]
@@ -143,12 +150,16 @@ def region_peaks(ms: ModelSpectra, metric: str, thresholds: Sequence[float] = PA
     point = _peak_factor(_region_means(np.nanmean(x, 0), ms.n_layers))  # [t]
     dist = _peak_factor(_region_means(boot, ms.n_layers))  # [boot, t]
     reg = _region_means(np.nanmean(x, 0), ms.n_layers)
+    dip_point = _dip_factor(reg)  # [t]
+    dip_dist = _dip_factor(_region_means(boot, ms.n_layers))  # [boot, t]
     rows = []
     for i, t in enumerate(thresholds):
         lo, hi = np.nanquantile(dist[:, i], [0.025, 0.975]) if np.isfinite(dist[:, i]).any() else (np.nan, np.nan)
         verdict = "middle peak" if lo > 1 else ("no middle peak" if hi < 1 else "undecided")
+        dlo, dhi = np.nanquantile(dip_dist[:, i], [0.025, 0.975]) if np.isfinite(dip_dist[:, i]).any() else (np.nan, np.nan)
         rows.append({"model": ms.ref, "metric": metric, "threshold": t, "early": reg[i, 0], "middle": reg[i, 1],
-                     "late": reg[i, 2], "peak factor": point[i], "low": lo, "high": hi, "verdict": verdict})
+                     "late": reg[i, 2], "peak factor": point[i], "low": lo, "high": hi, "verdict": verdict,
+                     "dip factor": dip_point[i], "dip low": dlo, "dip high": dhi, "middle dip": bool(dhi < 1)})
     return pd.DataFrame(rows)
 
 
