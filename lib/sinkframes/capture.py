@@ -32,7 +32,6 @@ import torch
 from tqdm import tqdm
 
 from . import models as models_mod
-from .cache import Cache, texts_digest
 
 
 class UnsupportedArchitectureError(ValueError):
@@ -284,25 +283,13 @@ def summarize_captures(
     Returns ``(model record, per-sample summaries in text order, cache hit)``. ``reducer.key()``
     identifies the reduction in the cache key.
     """
-    from .extract import get_model, tokenize
+    from .extract import _run
 
-    texts = list(texts)
     rkey = reducer.key() if hasattr(reducer, "key") else {"reducer": getattr(reducer, "__qualname__", repr(reducer))}
-    key = {"product": {"kind": "capture", **rkey}, "source": models_mod.source_fingerprint(ref, revision),
-           "texts": texts_digest(texts), "n_texts": len(texts), "bos_policy": bos_policy, "max_length": max_length,
-           "truncation": truncation, "dtype": dtype, "device_type": models_mod.resolve_device(device).type,
-           "revision": revision, "quantization": quantization, "hidden_states": hidden_states}
-
-    def compute() -> dict[str, Any]:
-        lm = get_model(ref, dtype=dtype, device=device, revision=revision, quantization=quantization)
-        ids = tokenize(lm.tokenizer, texts, max_length, bos_policy, truncation)
-        results: list[Any] = [None] * len(texts)
-        for i, cap in iterate_captures(lm, ids, batch_size, hidden_states, progress, desc=f"{ref}: capture"):
-            results[i] = reducer(cap, lm.record.causal)
-        return {"record": lm.record.to_dict(), "results": results}
-
-    if not use_cache:
-        payload, hit = compute(), False
-    else:
-        payload, hit = Cache(namespace="captures").get_or_compute(key, compute)
+    payload, hit = _run(
+        ref, texts, {"kind": "capture", **rkey}, reducer,
+        hidden_states=hidden_states, batch_size=batch_size, max_length=max_length, bos_policy=bos_policy,
+        truncation=truncation, dtype=dtype, device=device, revision=revision, quantization=quantization,
+        progress=progress, use_cache=use_cache, iterate=iterate_captures, namespace="captures",
+    )
     return payload["record"], payload["results"], hit

@@ -163,7 +163,7 @@ def _run(
     ref: str,
     texts: list[str],
     product: dict[str, Any],
-    per_sample: Callable[[torch.Tensor, torch.Tensor | None, bool], dict[str, Any]],
+    per_sample: Callable[..., dict[str, Any]],
     *,
     hidden_states: bool,
     batch_size: int,
@@ -176,7 +176,13 @@ def _run(
     quantization: str | None,
     progress: bool,
     use_cache: bool,
+    iterate: Callable[..., Iterator[tuple]] | None = None,
+    namespace: str = "extractions",
 ) -> tuple[dict[str, Any], bool]:
+    """One cached pass over ``texts``: ``iterate(lm, ids, batch_size, hidden_states, progress, desc=)``
+    yields ``(index, *sample)`` (``iterate_samples`` by default) and ``per_sample(*sample, causal)``
+    reduces each sample as it comes."""
+    iterate = iterate or iterate_samples
     texts = list(texts)
     dev = models_mod.resolve_device(device)
     key = _key(ref, texts, product, bos_policy=bos_policy, max_length=max_length, truncation=truncation, dtype=dtype,
@@ -186,14 +192,14 @@ def _run(
         lm = get_model(ref, dtype=dtype, device=device, revision=revision, quantization=quantization)
         ids = tokenize(lm.tokenizer, texts, max_length, bos_policy, truncation)
         results: list[Any] = [None] * len(texts)
-        for i, att, hid in iterate_samples(lm, ids, batch_size, hidden_states, progress, desc=f"{ref}: forward"):
-            results[i] = per_sample(att, hid, lm.record.causal)
+        for i, *sample in iterate(lm, ids, batch_size, hidden_states, progress, desc=f"{ref}: forward"):
+            results[i] = per_sample(*sample, lm.record.causal)
         tokens = [lm.tokenizer.convert_ids_to_tokens(x) for x in ids]
         return {"record": lm.record.to_dict(), "texts": texts, "tokens": tokens, "results": results}
 
     if not use_cache:
         return compute(), False
-    return Cache(namespace="extractions").get_or_compute(key, compute)
+    return Cache(namespace=namespace).get_or_compute(key, compute)
 
 
 def extract_attention(

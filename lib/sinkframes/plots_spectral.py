@@ -13,7 +13,7 @@ from .metrics.graphs import PAPER_THRESHOLDS
 from .plots import _style
 
 if TYPE_CHECKING:
-    from .analyses.spectral import ModelSpectra
+    from .analyses.spectral import ModelSpectra, SpectralTables
 
 LABELS = {
     "lambda2": "algebraic connectivity lambda2",
@@ -93,12 +93,13 @@ def correlation_flips(corr: pd.DataFrame):
     return fig
 
 
-def faithful_vs_corrected(models: Sequence["ModelSpectra"], layers_tables: Sequence[pd.DataFrame], threshold: float = 0.01):
+def faithful_vs_corrected(tab: "SpectralTables", threshold: float = 0.01):
     """Per-layer algebraic connectivity: the official computation (gated layer means, mean-symmetrized
     graph) beside the corrected one (all sentences, max-symmetrized), at one threshold."""
     _style()
-    fig, axes = plt.subplots(1, len(models), figsize=(4.3 * len(models), 3.3), squeeze=False)
-    for ax, ms, lay in zip(axes[0], models, layers_tables):
+    fig, axes = plt.subplots(1, len(tab.models), figsize=(4.3 * len(tab.models), 3.3), squeeze=False)
+    for ax, ms, f in zip(axes[0], tab.models, tab.faithful):
+        lay = f["layers"]
         L = ms.n_layers
         depth = np.arange(L) / max(1, L - 1)
         g = lay[lay.threshold == threshold].sort_values("layer")

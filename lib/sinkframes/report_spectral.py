@@ -38,10 +38,11 @@ def flip_notes(flips: pd.DataFrame, metric: str = "centralization") -> str:
     return "\n".join(lines)
 
 
-def magnitude_notes(models: Sequence[sp.ModelSpectra], faithful_layers: Sequence[pd.DataFrame], t: float = 0.001) -> str:
+def magnitude_notes(tab: sp.SpectralTables, t: float = 0.001) -> str:
     """The official Fiedler values at a low threshold beside the sentence length they track."""
     lines = []
-    for ms, lay in zip(models, faithful_layers):
+    for ms, f in zip(tab.models, tab.faithful):
+        lay = f["layers"]
         g = lay[lay.threshold == t].sort_values("layer")
         n = float(np.mean(ms.n_tokens))
         first, last = float(g.fiedler.iloc[0]), float(g.fiedler.iloc[-1])
@@ -53,11 +54,11 @@ def magnitude_notes(models: Sequence[sp.ModelSpectra], faithful_layers: Sequence
     return "\n".join(lines)
 
 
-def star_notes(models: Sequence[sp.ModelSpectra], faithful_layers: Sequence[pd.DataFrame]) -> str:
+def star_notes(tab: sp.SpectralTables) -> str:
     """Star-likeness under both definitions, as ranges over the paper's thresholds."""
     lines = []
-    for ms, lay in zip(models, faithful_layers):
-        comp = lay.groupby("threshold")["star_likeness"].mean()
+    for ms, f in zip(tab.models, tab.faithful):
+        comp = f["layers"].groupby("threshold")["star_likeness"].mean()
         basic = np.nanmean(ms.at("corrected/star_basic", PAPER_THRESHOLDS), axis=(0, 2))
         lines.append(f"- `{ms.ref}`: composite star-likeness (official, laplacian.ipynb) {comp.min():.2f} to {comp.max():.2f}; "
                      f"basic star-likeness d_max / (n - 1) without self-loops (corrected) {basic.min():.2f} to {basic.max():.2f} "
@@ -65,13 +66,14 @@ def star_notes(models: Sequence[sp.ModelSpectra], faithful_layers: Sequence[pd.D
     return "\n".join(lines)
 
 
-def evidence_summary(peaks: pd.DataFrame, flips: pd.DataFrame, models: Sequence[sp.ModelSpectra],
-                     faithful_layers: Sequence[pd.DataFrame]) -> str:
+def evidence_summary(tab: sp.SpectralTables) -> str:
     """Which of the paper's threshold-graph claims the models shown here support."""
+    flips = tab.flips
     lines = []
-    for ms, lay in zip(models, faithful_layers):
+    for ms, f, c in zip(tab.models, tab.faithful, tab.corrected):
         fam = ms.record["family"]
-        g = peaks[peaks.model == ms.ref]
+        lay = f["layers"]
+        g = c["peaks"]
         peak_ts = g[g.verdict == "middle peak"].threshold.tolist()
         f = flips[(flips.model == ms.ref) & (flips.metric == "centralization") & (flips.kind == "r across layers")].iloc[0]
         comp = lay.groupby("threshold")["star_likeness"].mean()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 REGIONS = ("early", "middle", "late")
@@ -49,6 +51,15 @@ def bootstrap_ci(
 # ----------------------------------------------------------------------------- many columns at once
 
 
+def bootstrap_counts(n_units: int, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    """``[boot, unit]`` how often each unit is drawn in each bootstrap replicate (rows sum to ``n_units``).
+
+    A replicate's mean of any per-unit statistic is then ``counts @ values / n_units``.
+    """
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_boot).astype(float)
+
+
 def bootstrap_mean_ci_columns(
     values: np.ndarray,
     n_boot: int = 1000,
@@ -66,8 +77,7 @@ def bootstrap_mean_ci_columns(
         raise ValueError(f"values must be [unit, column] with at least one unit, got shape {x.shape}")
     ok = np.isfinite(x)
     filled = np.where(ok, x, 0.0)
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(x.shape[0], np.full(x.shape[0], 1.0 / x.shape[0]), size=n_boot).astype(float)  # [boot, unit]
+    counts = bootstrap_counts(x.shape[0], n_boot, seed)  # [boot, unit]
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = filled.sum(0) / ok.sum(0)
         boot = (counts @ filled) / (counts @ ok)  # [boot, column]
@@ -105,33 +115,25 @@ def sign_flip_test(values: np.ndarray, n_perm: int = 10000, seed: int = 0) -> tu
     return float(x.mean()), float((1 + np.sum(null >= obs - 1e-12)) / (n_perm + 1))
 
 
-def holm(p_values: np.ndarray) -> np.ndarray:
-    """Holm step-down adjusted p-values (family-wise error control); NaNs stay NaN."""
+def _adjust(p_values: np.ndarray, step: Callable[[np.ndarray, int], np.ndarray]) -> np.ndarray:
+    """Apply ``step(sorted finite p-values, m)`` -> adjusted values in the same order; NaNs stay NaN."""
     p = np.asarray(p_values, dtype=float)
     out = np.full_like(p, np.nan)
     ok = np.flatnonzero(~np.isnan(p))
-    m = ok.size
-    if m == 0:
-        return out
-    order = ok[np.argsort(p[ok], kind="stable")]
-    adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
-    out[order] = np.minimum(adj, 1.0)
+    if ok.size:
+        order = ok[np.argsort(p[ok], kind="stable")]
+        out[order] = np.minimum(step(p[order], ok.size), 1.0)
     return out
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm step-down adjusted p-values (family-wise error control); NaNs stay NaN."""
+    return _adjust(p_values, lambda p, m: np.maximum.accumulate((m - np.arange(m)) * p))
 
 
 def fdr_bh(p_values: np.ndarray) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values (false-discovery rate); NaNs stay NaN."""
-    p = np.asarray(p_values, dtype=float)
-    out = np.full_like(p, np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    m = ok.size
-    if m == 0:
-        return out
-    order = ok[np.argsort(p[ok], kind="stable")]
-    raw = p[order] * m / np.arange(1, m + 1)
-    adj = np.minimum.accumulate(raw[::-1])[::-1]
-    out[order] = np.minimum(adj, 1.0)
-    return out
+    return _adjust(p_values, lambda p, m: np.minimum.accumulate((p * m / np.arange(1, m + 1))[::-1])[::-1])
 
 
 def cohens_dz(values: np.ndarray) -> float:

@@ -143,13 +143,11 @@ def region_peaks(ms: ModelSpectra, metric: str, thresholds: Sequence[float] = PA
     """
     x = ms.at(f"corrected/{metric}", thresholds)  # [sample, t, layer]
     S = x.shape[0]
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(S, np.full(S, 1.0 / S), size=n_boot).astype(float)  # [boot, sample]
-    flat = np.nan_to_num(x.reshape(S, -1))
-    boot = (counts @ flat / S).reshape(n_boot, *x.shape[1:])  # [boot, t, layer]
-    point = _peak_factor(_region_means(np.nanmean(x, 0), ms.n_layers))  # [t]
+    counts = stats.bootstrap_counts(S, n_boot, seed)  # [boot, sample]
+    boot = (counts @ np.nan_to_num(x.reshape(S, -1)) / S).reshape(n_boot, *x.shape[1:])  # [boot, t, layer]
+    reg = _region_means(np.nanmean(x, 0), ms.n_layers)  # [t, region]
+    point = _peak_factor(reg)  # [t]
     dist = _peak_factor(_region_means(boot, ms.n_layers))  # [boot, t]
-    reg = _region_means(np.nanmean(x, 0), ms.n_layers)
     dip_point = _dip_factor(reg)  # [t]
     dip_dist = _dip_factor(_region_means(boot, ms.n_layers))  # [boot, t]
     rows = []
@@ -184,8 +182,7 @@ def fiedler_correlations(ms: ModelSpectra, thresholds: Sequence[float] = PAPER_T
     """
     lam = ms.at("corrected/lambda2", thresholds)  # [sample, t, layer]
     S = lam.shape[0]
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(S, np.full(S, 1.0 / S), size=n_boot).astype(float)
+    counts = stats.bootstrap_counts(S, n_boot, seed)  # [boot, sample]
     rows = []
     for name, metric in CORRECTED_CORRELATED.items():
         m = ms.at(f"corrected/{metric}", thresholds)
@@ -331,16 +328,15 @@ def faithful_fiedler(ms: ModelSpectra, thresholds: Sequence[float] = FIEDLER_NOT
     return pd.DataFrame(rows)
 
 
-def faithful_vs_corrected(ms: ModelSpectra, seed: int = 0) -> pd.DataFrame:
+def faithful_vs_corrected(ms: ModelSpectra, faithful: dict[str, pd.DataFrame], corrected: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Headline quantities side by side, at every threshold either version uses.
 
-    Columns: the algebraic connectivity (mean over layers and sentences), the middle-peak factor of
-    the Fiedler value, the star-likeness and the Fiedler-centralization correlation across layers.
+    ``faithful`` and ``corrected`` are ``tables(ms, mode)`` of the same model. Columns: the
+    algebraic connectivity (mean over layers and sentences), the middle-peak factor of the Fiedler
+    value, the star-likeness and the Fiedler-centralization correlation across layers.
     """
-    fl = faithful_laplacian(ms, PAPER_THRESHOLDS)
-    ff = faithful_fiedler(ms)
-    peaks = region_peaks(ms, "lambda2", seed=seed)
-    corr = fiedler_correlations(ms, seed=seed)
+    fl, ff = faithful, faithful["fiedler"]
+    peaks, corr = corrected["peaks"], corrected["correlations"]
     rows = []
     for t in sorted(set(PAPER_THRESHOLDS) | set(FIEDLER_NOTEBOOK_THRESHOLDS)):
         row: dict[str, Any] = {"model": ms.ref, "threshold": t,
@@ -393,3 +389,33 @@ def tables(ms: ModelSpectra, mode: str = "corrected", seed: int = 0) -> dict[str
     return {"layers": layer_table(ms, ["lambda2", "lambda2_norm", "star_basic", "star_composite", "centralization",
                                        "degree_variance", "density_allowed"], seed=seed),
             "peaks": region_peaks(ms, "lambda2", seed=seed), "correlations": fiedler_correlations(ms, seed=seed)}
+
+
+@dataclass
+class SpectralTables:
+    """Every table of the chapter for several models, each computed once."""
+
+    models: list[ModelSpectra]
+    corrected: list[dict[str, pd.DataFrame]]  # tables(ms, "corrected") per model
+    faithful: list[dict[str, pd.DataFrame]]  # tables(ms, "faithful") per model
+    flips: pd.DataFrame  # sign changes of both kinds of Fiedler correlation
+    comparison: pd.DataFrame  # faithful_vs_corrected for every model
+
+    def corrected_table(self, name: str) -> pd.DataFrame:
+        """One corrected table (``layers``, ``peaks``, ``correlations``) for all models."""
+        return pd.concat([c[name] for c in self.corrected], ignore_index=True)
+
+    def faithful_table(self, name: str) -> pd.DataFrame:
+        """One faithful table (``layers``, ``effectiveness``, ``regions``, ``correlations``, ``fiedler``) for all models."""
+        return pd.concat([f[name] for f in self.faithful], ignore_index=True)
+
+
+def tabulate(models: Sequence[ModelSpectra], seed: int = 0) -> SpectralTables:
+    """Both modes' tables for every model, the sign changes and the side-by-side comparison."""
+    corrected = [tables(ms, "corrected", seed=seed) for ms in models]
+    faithful = [tables(ms, "faithful", seed=seed) for ms in models]
+    corr = pd.concat([c["correlations"] for c in corrected], ignore_index=True)
+    flips = pd.concat([sign_flips(corr), sign_flips(corr, "median r across sentences")], ignore_index=True)
+    comparison = pd.concat([faithful_vs_corrected(ms, f, c) for ms, f, c in zip(models, faithful, corrected)],
+                           ignore_index=True)
+    return SpectralTables(list(models), corrected, faithful, flips, comparison)
