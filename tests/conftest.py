@@ -19,9 +19,9 @@ PAPER_CSV = ROOT.parent / "shared" / "data" / "wiki_dataset_sink.csv"
 @pytest.fixture(autouse=True)
 def _fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SINKFRAMES_CACHE", str(tmp_path / "cache"))
-    from sinkframes import extract
+    from sinkframes.extraction import batching
 
-    extract._LAST_MODEL.clear()
+    batching._LAST_MODEL.clear()
     yield
 
 

@@ -16,12 +16,15 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
 from . import config
 from ._version import __version__
+
+if TYPE_CHECKING:
+    from .types import RunOptions
 
 
 class CorruptCacheEntry(RuntimeError):
@@ -42,6 +45,39 @@ def texts_digest(texts: list[str]) -> str:
         h.update(t.encode("utf-8"))
         h.update(b"\x00")
     return h.hexdigest()
+
+
+def software_versions() -> dict[str, str]:
+    """Versions of the library and of the packages whose numerics a result depends on."""
+    import torch as _torch
+    import transformers
+
+    return {"sinkframes": __version__, "torch": _torch.__version__, "transformers": transformers.__version__}
+
+
+def cache_key(product: dict[str, Any], ref: str, texts: list[str], opts: RunOptions, **inputs: Any) -> dict[str, Any]:
+    """The only cache-key builder: every input that changes a result.
+
+    ``product`` names what is computed (and its version); ``ref`` and ``opts.revision`` identify
+    the weights (``models.source_fingerprint``); the texts enter by digest; ``opts`` contributes
+    every result-changing option (max length, BOS policy, truncation, dtype, revision,
+    quantization) and the device type; the attention implementation and the library, torch and
+    transformers versions are always included; ``inputs`` adds product-specific inputs (seed,
+    mode, hidden states, ...).
+    """
+    from .models import resolve_device, source_fingerprint
+
+    return {
+        "product": product,
+        "source": source_fingerprint(ref, opts.revision),
+        "texts": texts_digest(list(texts)),
+        "n_texts": len(texts),
+        "options": opts.result_key(),
+        "device_type": resolve_device(opts.device).type,
+        "attn_implementation": "eager",
+        "versions": software_versions(),
+        "inputs": inputs,
+    }
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import extract, stats
+from .. import stats
+from ..extraction import summarize
 from ..metrics.sinks import SinkSummaryReducer
 
 RULES = {
@@ -119,7 +120,7 @@ def frames_from_summaries(record: dict[str, Any], summaries: list[dict[str, torc
 
 def analyse_model(ref: str, texts: list[str], *, seed: int = 0, **opts: Any) -> ModelFrames:
     """Sink evidence of ``ref`` on ``texts`` (streamed reduction, cached)."""
-    ex = extract.summarize(ref, texts, SinkSummaryReducer(), **opts)
+    ex = summarize(ref, texts, SinkSummaryReducer(), **opts)
     mf = frames_from_summaries(ex.record, ex.summaries or [], seed=seed)
     mf.from_cache = ex.from_cache
     mf.extra["bos_policy"] = opts.get("bos_policy", "default")

@@ -16,8 +16,10 @@ import pandas as pd
 import torch
 from scipy import stats as sps
 
-from .. import capture, paper, stats
+from .. import paper, stats
+from ..extraction import capture
 from ..metrics import geometry, values
+from ..types import MODES
 
 GEOMETRY_COLUMNS = [
     "key0_norm", "other_key_norm", "key_norm_ratio", "cos_to_sink_pre", "cos_to_others_pre", "cos_to_sink_post",
@@ -93,7 +95,7 @@ def _nanmean0(arr: np.ndarray, n_layers: int) -> np.ndarray:
 def from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]]) -> ModelGeometry:
     """Average per-sample summaries over sentences (and heads) into one row per layer."""
     n_layers = int(record["n_layers"])
-    names = GEOMETRY_COLUMNS + [f"{m}_{c}" for m in values.MODES for c in VALUE_COLUMNS] + ["faithful_information_change"]
+    names = GEOMETRY_COLUMNS + [f"{m}_{c}" for m in MODES for c in VALUE_COLUMNS] + ["faithful_information_change"]
     per_sample = {n: _per_layer(summaries, n) for n in names}
     regions = stats.layer_regions(n_layers)
     table: dict[str, Any] = {"layer": np.arange(n_layers), "depth": np.arange(n_layers) / max(1, n_layers - 1),
@@ -147,7 +149,7 @@ def faithful_vs_corrected(results: list[ModelGeometry]) -> pd.DataFrame:
     rows = []
     for r in results:
         d = r.layers
-        for mode in values.MODES:
+        for mode in MODES:
             ent = values.first_last(d[f"{mode}_entropy"].to_numpy())
             mag = values.first_last(d[f"{mode}_magnitude"].to_numpy())
             ali = values.first_last(d[f"{mode}_alignment"].to_numpy())
@@ -221,7 +223,7 @@ def claims_markdown(results: list[ModelGeometry]) -> str:
         else:
             lines.append("- *Absolute positions*: no rotation, so before and after coincide; the geometry above is what the "
                          "learned position embeddings produce.")
-        for mode in values.MODES:
+        for mode in MODES:
             ent = values.first_last(d[f"{mode}_entropy"].to_numpy())
             mag = values.first_last(d[f"{mode}_magnitude"].to_numpy())
             ali = values.first_last(d[f"{mode}_alignment"].to_numpy())

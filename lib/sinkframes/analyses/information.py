@@ -8,17 +8,107 @@ cost). Everything passes through the on-disk cache.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
-from .. import extract, interventions
-from ..metrics import fisher as fisher_mod
+from .. import stats
+from ..extraction import summarize
 from ..metrics import information as inf
+from ..probes import fisher as fisher_mod
+from ..types import check_mode
 
 DEFAULT_RULE = "p90"
+
+
+def _nanmean(x: np.ndarray) -> float:
+    """Mean ignoring NaN; NaN (without a warning) when nothing is left."""
+    x = np.asarray(x, dtype=float)
+    x = x[~np.isnan(x)]
+    return float(x.mean()) if x.size else float("nan")
+
+
+def _nanstd(x: np.ndarray) -> float:
+    x = np.asarray(x, dtype=float)
+    x = x[~np.isnan(x)]
+    return float(x.std()) if x.size else float("nan")
+
+
+def stack_summaries(summaries: list[dict[str, torch.Tensor]], key: str) -> np.ndarray:
+    """``[sample, layer]`` array of one summary entry."""
+    return np.stack([s[key].double().numpy() for s in summaries])
+
+
+def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, seed: int = 0, n_perm: int = 20000) -> pd.DataFrame:
+    """Per-layer KL reduction and sink mass for one sink ``rule``.
+
+    Faithful: the official layer subset, mean, population std and count over samples, sink mass
+    from heads 0-3, and the official significance (p fixed at 1, Fisher-combined p = 1).
+    Corrected: every layer, bootstrap 95 % intervals over sentences, a sign-flip test of zero mean
+    reduction per layer with Holm correction across layers, and sink mass from all heads.
+    """
+    check_mode(mode)
+    red = stack_summaries(summaries, f"{rule}/{mode}/reduction")  # [sample, layer]
+    before = stack_summaries(summaries, f"{rule}/{mode}/before")
+    mass = stack_summaries(summaries, f"{rule}/mass_first4" if mode == "faithful" else f"{rule}/mass_all_heads")
+    nsink = stack_summaries(summaries, f"{rule}/n_sinks")
+    first = stack_summaries(summaries, f"{rule}/has_first")
+    n_layers = red.shape[1]
+    rows = []
+    if mode == "faithful":
+        for layer in inf.official_layers(n_layers):
+            x = red[:, layer]
+            rows.append({
+                "layer": layer, "region": stats.region_of(layer, n_layers),
+                "kl_before": _nanmean((before[:, layer])),
+                "kl_reduction": _nanmean((x)), "kl_reduction_std": _nanstd((x)),
+                "count": int(np.sum(~np.isnan(x))),
+                "sink_mass": _nanmean((mass[:, layer])), "sink_mass_std": _nanstd((mass[:, layer])),
+                "n_sinks": float(nsink[:, layer].mean()), "sinks_include_first": float(first[:, layer].mean()),
+                "p_value": inf.OFFICIAL_P_VALUE,
+                "combined_p": stats.fisher_combined_p(np.full(int(np.sum(~np.isnan(x))), inf.OFFICIAL_P_VALUE)),
+            })
+        return pd.DataFrame(rows)
+    for layer in range(n_layers):
+        x = red[:, layer]
+        mean, lo, hi = stats.bootstrap_ci(x, seed=seed + layer)
+        _, p = stats.sign_flip_test(x, n_perm=n_perm, seed=seed + layer)
+        m, mlo, mhi = stats.bootstrap_ci(mass[:, layer], seed=seed + layer)
+        rows.append({
+            "layer": layer, "region": stats.region_of(layer, n_layers),
+            "kl_before": _nanmean((before[:, layer])),
+            "kl_reduction": mean, "ci_low": lo, "ci_high": hi, "count": int(np.sum(~np.isnan(x))),
+            "effect_dz": stats.cohens_dz(x), "p_value": p,
+            "sink_mass": m, "sink_mass_low": mlo, "sink_mass_high": mhi,
+            "n_sinks": float(nsink[:, layer].mean()), "sinks_include_first": float(first[:, layer].mean()),
+        })
+    df = pd.DataFrame(rows)
+    df["p_holm"] = stats.holm(df["p_value"].to_numpy())
+    return df
+
+
+def region_table(summaries: list[dict[str, torch.Tensor]], rule: str, seed: int = 0) -> pd.DataFrame:
+    """Corrected KL reduction and sink mass averaged over the layers of each region (thirds,
+    ``stats.layer_regions``) per sentence, with bootstrap intervals over sentences."""
+    red = stack_summaries(summaries, f"{rule}/corrected/reduction")
+    mass = stack_summaries(summaries, f"{rule}/mass_all_heads")
+    rows = []
+    for region, layers in stats.layer_regions(red.shape[1]).items():
+        if not layers:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN sentences (no sink in the region)
+            r = np.nanmean(red[:, layers], axis=1)
+            m = np.nanmean(mass[:, layers], axis=1)
+        mean, lo, hi = stats.bootstrap_ci(r, seed=seed)
+        mm, mlo, mhi = stats.bootstrap_ci(m, seed=seed)
+        rows.append({"region": region, "layers": f"{layers[0]}-{layers[-1]}", "kl_reduction": mean, "ci_low": lo,
+                     "ci_high": hi, "sink_mass": mm, "sink_mass_low": mlo, "sink_mass_high": mhi})
+    return pd.DataFrame(rows)
 
 
 @dataclass
@@ -28,7 +118,7 @@ class ModelInformation:
     record: dict[str, Any]
     n_sentences: int
     summaries: list[dict[str, Any]]
-    output: interventions.OutputCheck | None = None
+    output: sink_removal.OutputCheck | None = None
     fisher: dict[str, fisher_mod.FisherResult] = field(default_factory=dict)
     seed: int = 0
     _tables: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict, repr=False)
@@ -39,11 +129,11 @@ class ModelInformation:
 
     def layers(self, mode: str, rule: str = DEFAULT_RULE) -> pd.DataFrame:
         if (mode, rule) not in self._tables:
-            self._tables[(mode, rule)] = inf.layer_table(self.summaries, mode, rule, seed=self.seed)
+            self._tables[(mode, rule)] = layer_table(self.summaries, mode, rule, seed=self.seed)
         return self._tables[(mode, rule)]
 
     def regions(self, rule: str = DEFAULT_RULE) -> pd.DataFrame:
-        return inf.region_table(self.summaries, rule, seed=self.seed)
+        return region_table(self.summaries, rule, seed=self.seed)
 
 
 def analyse(models: list[str], texts: list[str], *, n_output: int = 50, n_fisher: int = 16, seed: int = 0,
@@ -54,15 +144,15 @@ def analyse(models: list[str], texts: list[str], *, n_output: int = 50, n_fisher
         raise ValueError("n_output and n_fisher must be >= 0")
     out = []
     for ref in models:
-        ex = extract.summarize(ref, texts, inf.InformationReducer(), batch_size=batch_size, max_length=max_length,
+        ex = summarize(ref, texts, inf.InformationReducer(), batch_size=batch_size, max_length=max_length,
                                dtype=dtype, device=device, progress=progress)
         res = ModelInformation(ex.record, len(texts), ex.summaries, seed=seed)
         if n_output:
-            res.output = interventions.cached_output_check(ref, texts[:n_output], seed=seed, max_length=max_length,
+            res.output = sink_removal.cached_output_check(ref, texts[:n_output], seed=seed, max_length=max_length,
                                                            dtype=dtype, progress=progress)
         if n_fisher:
             res.fisher = {m: fisher_mod.cached_fisher(ref, texts[:n_fisher], m, seed=seed, dtype=dtype, progress=progress)
-                          for m in fisher_mod.MODES}
+                          for m in MODES}
         out.append(res)
     return out
 
@@ -71,7 +161,7 @@ def kl_profiles(results: list[ModelInformation], rule: str = DEFAULT_RULE) -> pd
     """Long table for plotting: model, mode, layer, relative depth, KL reduction, interval, sink mass."""
     frames = []
     for r in results:
-        for mode in inf.MODES:
+        for mode in MODES:
             d = r.layers(mode, rule).copy()
             d["model"], d["mode"] = r.ref, mode
             d["depth"] = d["layer"] / max(1, r.record["n_layers"] - 1)
@@ -87,7 +177,7 @@ def summary_table(results: list[ModelInformation], rule: str = DEFAULT_RULE) -> 
     reduction, sink mass range, and (corrected) layers significant after Holm correction."""
     rows = []
     for r in results:
-        for mode in inf.MODES:
+        for mode in MODES:
             d = r.layers(mode, rule)
             row: dict[str, Any] = {"model": r.ref, "family": r.record["family"], "mode": mode, "layers": len(d)}
             for region in ("early", "middle", "late"):

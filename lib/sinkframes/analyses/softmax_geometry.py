@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import extract, stats
+from .. import stats
+from ..extraction import summarize
 from ..metrics import simplex
 from ..metrics.simplex import SimplexSummaryReducer
 
@@ -161,7 +162,7 @@ def simplex_from_summaries(record: dict[str, Any], summaries: list[dict[str, tor
 
 def analyse_model(ref: str, texts: list[str], *, seed: int = 0, **opts: Any) -> ModelSimplex:
     """Simplex descriptors of ``ref``'s attention rows on ``texts`` (streamed reduction, cached)."""
-    ex = extract.summarize(ref, texts, SimplexSummaryReducer(), **opts)
+    ex = summarize(ref, texts, SimplexSummaryReducer(), **opts)
     ms = simplex_from_summaries(ex.record, ex.summaries or [], seed=seed)
     ms.from_cache = ex.from_cache
     return ms

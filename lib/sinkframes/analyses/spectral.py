@@ -23,7 +23,9 @@ import pandas as pd
 import torch
 from scipy import stats as sps
 
-from .. import extract, stats
+from .. import stats
+from ..types import Mode, check_mode
+from ..extraction import summarize
 from ..metrics.graphs import (ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS,
                               SpectralReducer)
 
@@ -79,7 +81,7 @@ def spectra_from_summaries(record: dict[str, Any], summaries: list[dict[str, tor
 def analyse_model(ref: str, texts: list[str], *, per_head: bool = True, head_threshold: float = 0.05,
                   **opts: Any) -> ModelSpectra:
     """Threshold-graph metrics of ``ref`` on ``texts`` (one streamed pass, cached)."""
-    ex = extract.summarize(ref, texts, SpectralReducer(per_head=per_head, head_threshold=head_threshold), **opts)
+    ex = summarize(ref, texts, SpectralReducer(per_head=per_head, head_threshold=head_threshold), **opts)
     ms = spectra_from_summaries(ex.record, ex.summaries or [])
     ms.from_cache = ex.from_cache
     ms.extra["head_threshold"] = head_threshold
@@ -371,10 +373,7 @@ def head_table(ms: ModelSpectra, metric: str) -> np.ndarray:
     return np.nanmean(x, 0)
 
 
-MODES = ("faithful", "corrected")
-
-
-def tables(ms: ModelSpectra, mode: str = "corrected", seed: int = 0) -> dict[str, pd.DataFrame]:
+def tables(ms: ModelSpectra, mode: Mode = "corrected", seed: int = 0) -> dict[str, pd.DataFrame]:
     """Every table of one model under one mode.
 
     ``corrected``: ``layers`` (layer means with intervals for the main metrics), ``peaks``
@@ -382,8 +381,7 @@ def tables(ms: ModelSpectra, mode: str = "corrected", seed: int = 0) -> dict[str
     ``faithful``: ``laplacian.ipynb``'s ``layers``, ``effectiveness``, ``regions`` and
     ``correlations``, plus ``fiedler`` (``fiedler.ipynb``'s summary on its own threshold list).
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    mode = check_mode(mode)
     if mode == "faithful":
         return {**faithful_laplacian(ms), "fiedler": faithful_fiedler(ms)}
     return {"layers": layer_table(ms, ["lambda2", "lambda2_norm", "star_basic", "star_composite", "centralization",

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import extract, stats
+from .. import stats
+from ..extraction import extract_attention, summarize
 from ..metrics import topology as topo
 
 CLAIM_RULES = {
@@ -138,7 +139,7 @@ def from_summaries(record: dict[str, Any], tokens: list[list[str]], summaries: l
 
 def analyse_model(ref: str, texts: list[str], *, max_tokens: int = topo.FAITHFUL_MAX_TOKENS, **opts: Any) -> ModelTopology:
     """Faithful and corrected topology of ``ref`` on ``texts`` (streamed, cached)."""
-    ex = extract.summarize(ref, texts, topo.TopologyReducer(max_tokens=max_tokens), **opts)
+    ex = summarize(ref, texts, topo.TopologyReducer(max_tokens=max_tokens), **opts)
     mt = from_summaries(ex.record, ex.tokens, ex.summaries or [], max_tokens=max_tokens)
     mt.from_cache = ex.from_cache
     return mt
@@ -362,7 +363,7 @@ def mean_curves(mt: ModelTopology) -> tuple[np.ndarray, np.ndarray]:
 
 def example_diagrams(ref: str, text: str, **opts: Any) -> dict[str, Any]:
     """Faithful and corrected diagrams of one sentence at the official layers (for the diagram figure)."""
-    ex = extract.extract_attention(ref, [text], **opts)
+    ex = extract_attention(ref, [text], **opts)
     att = ex.attentions[0]  # [layer, head, query, key]
     causal = bool(ex.record["causal"])
     layers = topo.faithful_layers(att.shape[0])

@@ -4,7 +4,7 @@ The paper explains the first-token sink under standard RoPE: position 0 gets the
 and a key with a *small* norm but a high cosine to the queries becomes an effective sink. No
 official notebook computes these quantities; this module does, per layer and head, from captured
 queries ``[layer, head, token, dim]`` and keys ``[layer, kv_head, token, dim]`` (GQA: query head h
-reads KV head ``h // (H/KV)``, see ``capture.expand_kv``).
+reads KV head ``h // (H/KV)``, see ``tensors.expand_kv``).
 
 Conventions: *other keys* of query ``i`` are the keys ``j >= 1`` it can see, excluding itself
 (``j < i`` when causal, ``j != i`` otherwise), the same pairs ``metrics.sinks`` uses; queries are
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from ..capture import expand_kv
+from ..tensors import expand_kv
 from .sinks import eligible_pairs
 
 _EPS = 1e-12

@@ -23,32 +23,24 @@ quantity is how different the heads are from their average, not how uniform each
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import torch
 
-from .. import stats
+from ..types import Mode, check_mode
 from .sinks import REFERENCE_MIN_FRACTION, REFERENCE_MIN_SOURCES, REFERENCE_TAU, reference_tokens
 
 SINK_QUANTILES = (0.8, 0.9, 0.95)
 FAITHFUL_ROWS = 20
 FAITHFUL_HEADS = 4
 OFFICIAL_P_VALUE = 1.0
-MODES = ("faithful", "corrected")
 
 
 def _check(attn: torch.Tensor) -> torch.Tensor:
     if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
         raise ValueError(f"attention must be [layer, head, query, key] with query == key, got {tuple(attn.shape)}")
     return attn
-
-
-def _check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
 
 
 def official_layers(n_layers: int) -> list[int]:
@@ -188,14 +180,14 @@ def _corrected_change(probs: torch.Tensor, columns: torch.Tensor, before_rows: t
     return {"before": before, "after": after, "reduction": before - after}
 
 
-def kl_change(attn: torch.Tensor, columns: torch.Tensor, mode: str = "corrected") -> dict[str, torch.Tensor]:
+def kl_change(attn: torch.Tensor, columns: torch.Tensor, mode: Mode = "corrected") -> dict[str, torch.Tensor]:
     """Inter-head divergence before and after removing ``columns``, per layer.
 
     Returns ``before``, ``after`` and ``reduction = before - after``, each ``[layer]`` (means over
     heads). Faithful: 20 rows, uniform fallback. Corrected: all rows defined after removal, the
     same rows before and after; a layer with no sink gives NaN (nothing to remove).
     """
-    _check_mode(mode)
+    check_mode(mode)
     if mode == "faithful":
         rows = faithful_rows(attn.shape[-1])
         return _faithful_change(_row_probs(attn[:, :, rows], True), columns)
@@ -265,92 +257,6 @@ class InformationReducer:
         return out
 
 
-def _nanmean(x: np.ndarray) -> float:
-    """Mean ignoring NaN; NaN (without a warning) when nothing is left."""
-    x = np.asarray(x, dtype=float)
-    x = x[~np.isnan(x)]
-    return float(x.mean()) if x.size else float("nan")
-
-
-def _nanstd(x: np.ndarray) -> float:
-    x = np.asarray(x, dtype=float)
-    x = x[~np.isnan(x)]
-    return float(x.std()) if x.size else float("nan")
-
-
-def stack_summaries(summaries: list[dict[str, torch.Tensor]], key: str) -> np.ndarray:
-    """``[sample, layer]`` array of one summary entry."""
-    return np.stack([s[key].double().numpy() for s in summaries])
-
-
 def rules() -> list[str]:
+    """The sink rules every summary holds: the fixed threshold and each percentile."""
     return ["threshold", *[f"p{round(q * 100)}" for q in SINK_QUANTILES]]
-
-
-def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, seed: int = 0, n_perm: int = 20000) -> pd.DataFrame:
-    """Per-layer KL reduction and sink mass for one sink ``rule``.
-
-    Faithful: the official layer subset, mean, population std and count over samples, sink mass
-    from heads 0-3, and the official significance (p fixed at 1, Fisher-combined p = 1).
-    Corrected: every layer, bootstrap 95 % intervals over sentences, a sign-flip test of zero mean
-    reduction per layer with Holm correction across layers, and sink mass from all heads.
-    """
-    _check_mode(mode)
-    red = stack_summaries(summaries, f"{rule}/{mode}/reduction")  # [sample, layer]
-    before = stack_summaries(summaries, f"{rule}/{mode}/before")
-    mass = stack_summaries(summaries, f"{rule}/mass_first4" if mode == "faithful" else f"{rule}/mass_all_heads")
-    nsink = stack_summaries(summaries, f"{rule}/n_sinks")
-    first = stack_summaries(summaries, f"{rule}/has_first")
-    n_layers = red.shape[1]
-    rows = []
-    if mode == "faithful":
-        for layer in official_layers(n_layers):
-            x = red[:, layer]
-            rows.append({
-                "layer": layer, "region": stats.region_of(layer, n_layers),
-                "kl_before": _nanmean((before[:, layer])),
-                "kl_reduction": _nanmean((x)), "kl_reduction_std": _nanstd((x)),
-                "count": int(np.sum(~np.isnan(x))),
-                "sink_mass": _nanmean((mass[:, layer])), "sink_mass_std": _nanstd((mass[:, layer])),
-                "n_sinks": float(nsink[:, layer].mean()), "sinks_include_first": float(first[:, layer].mean()),
-                "p_value": OFFICIAL_P_VALUE,
-                "combined_p": stats.fisher_combined_p(np.full(int(np.sum(~np.isnan(x))), OFFICIAL_P_VALUE)),
-            })
-        return pd.DataFrame(rows)
-    for layer in range(n_layers):
-        x = red[:, layer]
-        mean, lo, hi = stats.bootstrap_ci(x, seed=seed + layer)
-        _, p = stats.sign_flip_test(x, n_perm=n_perm, seed=seed + layer)
-        m, mlo, mhi = stats.bootstrap_ci(mass[:, layer], seed=seed + layer)
-        rows.append({
-            "layer": layer, "region": stats.region_of(layer, n_layers),
-            "kl_before": _nanmean((before[:, layer])),
-            "kl_reduction": mean, "ci_low": lo, "ci_high": hi, "count": int(np.sum(~np.isnan(x))),
-            "effect_dz": stats.cohens_dz(x), "p_value": p,
-            "sink_mass": m, "sink_mass_low": mlo, "sink_mass_high": mhi,
-            "n_sinks": float(nsink[:, layer].mean()), "sinks_include_first": float(first[:, layer].mean()),
-        })
-    df = pd.DataFrame(rows)
-    df["p_holm"] = stats.holm(df["p_value"].to_numpy())
-    return df
-
-
-def region_table(summaries: list[dict[str, torch.Tensor]], rule: str, seed: int = 0) -> pd.DataFrame:
-    """Corrected KL reduction and sink mass averaged over the layers of each region (thirds,
-    ``stats.layer_regions``) per sentence, with bootstrap intervals over sentences."""
-    red = stack_summaries(summaries, f"{rule}/corrected/reduction")
-    mass = stack_summaries(summaries, f"{rule}/mass_all_heads")
-    rows = []
-    for region, layers in stats.layer_regions(red.shape[1]).items():
-        if not layers:
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN sentences (no sink in the region)
-            r = np.nanmean(red[:, layers], axis=1)
-            m = np.nanmean(mass[:, layers], axis=1)
-        mean, lo, hi = stats.bootstrap_ci(r, seed=seed)
-        mm, mlo, mhi = stats.bootstrap_ci(m, seed=seed)
-        rows.append({"region": region, "layers": f"{layers[0]}-{layers[-1]}", "kl_reduction": mean, "ci_low": lo,
-                     "ci_high": hi, "sink_mass": mm, "sink_mass_low": mlo, "sink_mass_high": mhi})
-    return pd.DataFrame(rows)
-

@@ -29,19 +29,13 @@ import math
 import numpy as np
 import torch
 
-from ..capture import expand_kv
+from ..tensors import expand_kv
+from ..types import Mode, check_mode
 from .sinks import eligible_pairs, reference_tokens
 
 FAITHFUL_ENTROPY_EPS = 100 * torch.finfo(torch.float32).eps  # ≈ 1.19e-5
 FAITHFUL_REFERENCE_THRESHOLD = 0.1
 PLACEHOLDERS = (0.5, 0.5, 0.0)  # relative magnitude, directional guidance, information change of reference tokens
-MODES = ("faithful", "corrected")
-
-
-def _mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    return mode
 
 
 def pearson(x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -64,13 +58,13 @@ def pearson(x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None) 
 # attention entropy
 
 
-def row_entropy(attn: torch.Tensor, mode: str = "corrected") -> torch.Tensor:
+def row_entropy(attn: torch.Tensor, mode: Mode = "corrected") -> torch.Tensor:
     """Shannon entropy (nats) of every attention row, ``[..., query]``.
 
     faithful: entries ``<= 1.19e-5`` dropped, the rest renormalized, NaN -> 0.
     corrected: the full row, ``0 log 0 = 0``.
     """
-    if _mode(mode) == "faithful":
+    if check_mode(mode) == "faithful":
         a = torch.nan_to_num(attn.double(), nan=0.0)
         keep = a > FAITHFUL_ENTROPY_EPS
         p = torch.where(keep, a, torch.zeros_like(a))

@@ -1,0 +1,105 @@
+"""Run the manifest's pages with papermill, then build the HTML with jupyter-book.
+
+Each page executes into a temporary file next to its target; only a page that ran to the end
+replaces the executed copy (stderr noise and widget state stripped), so a failure or an
+interruption never leaves a half-written page and never destroys the previous good one. Failures
+are collected, reported together at the end, and make the exit status non-zero.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import nbformat
+
+from ..config import CACHE_ENV
+from .manifest import Manifest, Page, load_manifest, repo_root
+
+
+def clean_executed(path: Path) -> None:
+    """Drop stderr streams and widget state from an executed notebook (in place)."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+    nb.metadata.pop("widgets", None)
+    nbformat.write(nb, path)
+
+
+def has_error_output(path: Path) -> list[str]:
+    """Names of the error outputs an executed notebook holds (empty list when clean)."""
+    nb = nbformat.read(path, as_version=4)
+    return [o.get("ename", "error") for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
+
+
+def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) -> Path:
+    """Execute one page; return the executed copy's path. Raises on failure (nothing written)."""
+    import papermill as pm
+
+    target = (out_dir / Path(page.output).name) if out_dir else root / page.output
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.stem}.running.ipynb")
+    try:
+        pm.execute_notebook(
+            str(root / page.template), str(tmp), parameters=page.params_for(profile),
+            cwd=str(root), progress_bar=False, execution_timeout=page.timeout, kernel_name="python3",
+        )
+        errors = has_error_output(tmp)
+        if errors:
+            raise RuntimeError(f"page {page.id} holds error outputs: {errors}")
+        clean_executed(tmp)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return target
+
+
+def build_html(root: Path) -> int:
+    """``jupyter-book build . -W -n --keep-going`` (never executes notebooks; see _config.yml)."""
+    exe = shutil.which("jupyter-book") or str(Path(sys.executable).with_name("jupyter-book"))
+    cmd = [exe, "build", str(root), "-W", "-n", "--keep-going"]
+    print(f"[sinkframes] {' '.join(cmd)}", flush=True)
+    return subprocess.call(cmd, cwd=root)
+
+
+def build(profile: str = "offline", pages: list[str] | None = None, out_dir: str | None = None, html: bool = True,
+          manifest: Manifest | None = None) -> int:
+    root = repo_root()
+    os.environ.setdefault(CACHE_ENV, str(root / ".cache" / "sinkframes"))
+    m = manifest or load_manifest()
+    chosen = [m.page(p) for p in pages] if pages else m.pages
+    out = Path(out_dir).resolve() if out_dir else None
+    failures: list[tuple[str, str]] = []
+    for k, page in enumerate(chosen, 1):
+        print(f"[sinkframes] [{k}/{len(chosen)}] {page.id} ({profile}) ...", flush=True)
+        t0 = time.time()
+        try:
+            path = run_page(page, profile, root, out)
+            print(f"[sinkframes] [{k}/{len(chosen)}] {page.id}: ok in {time.time() - t0:.0f} s -> {path}", flush=True)
+        except Exception as exc:  # noqa: BLE001 - every failure is collected and reported
+            msg = f"{type(exc).__name__}: {exc}".strip()
+            failures.append((page.id, msg))
+            print(f"[sinkframes] [{k}/{len(chosen)}] {page.id}: FAILED after {time.time() - t0:.0f} s", flush=True)
+            traceback.print_exc(limit=1)
+    status = 0
+    if failures:
+        print(f"\n[sinkframes] {len(failures)} of {len(chosen)} page(s) failed:", file=sys.stderr)
+        for pid, msg in failures:
+            short = msg if len(msg) < 2000 else msg[:2000] + " ..."
+            print(f"  - {pid}: {short}", file=sys.stderr)
+        status = 1
+    if html and out is None:
+        rc = build_html(root)
+        if rc != 0:
+            print(f"[sinkframes] jupyter-book build failed (exit {rc})", file=sys.stderr)
+            status = status or rc
+        else:
+            print(f"[sinkframes] HTML: {root / '_build' / 'html' / 'index.html'}")
+    return status

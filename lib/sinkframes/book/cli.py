@@ -1,0 +1,131 @@
+"""Command line: ``python -m sinkframes {models,info,sinks,build,toc}``.
+
+The interface is stable because other tools call it; ``sinks --json`` prints
+``{"model", "n_sentences", "frame", "layers": [{"layer", "first_token_share", "last_token_share",
+"sink_concentration"}]}`` where ``sink_concentration`` is the mean over sentences and heads of the
+largest share of queries that put their strongest weight on one same key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from ..models import known_refs
+
+    rows = known_refs()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        state = {True: "installed", False: "not installed", None: "hub"}[r["installed"]]
+        hint = f"  ({r['install']})" if r["install"] and r["installed"] is False else ""
+        print(f"{r['ref']:<34} {r['kind']:<8} {state:<14} {r['model']}{hint}")
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from ..models import load
+
+    lm = load(args.ref, dtype=args.dtype, device=args.device, revision=args.revision)
+    print(lm.record.to_json())
+    return 0
+
+
+def _cmd_sinks(args: argparse.Namespace) -> int:
+    from .. import corpus, extraction
+    from ..analyses.frames import analyse_model
+
+    texts = corpus.sample_sentences(args.n, seed=args.seed, dataset=args.dataset, csv_path=args.csv)["text"].tolist()
+    before = extraction.STATS["forward_passes"]
+    mf = analyse_model(args.ref, texts, seed=args.seed, batch_size=args.batch_size, max_length=args.max_length,
+                       bos_policy=args.bos, dtype=args.dtype, device=args.device, revision=args.revision,
+                       progress=not args.json)
+    ran = extraction.STATS["forward_passes"] - before
+    print(f"[sinkframes] {'cache hit: no forward pass' if mf.from_cache else f'{ran} forward passes'}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(mf.to_json(), indent=2))
+        return 0
+    print(f"{mf.ref}: {mf.n_sentences} sentences, frame {mf.frame} ({mf.reason})")
+    print(f"{'layer':>5} {'first':>7} {'last':>7} {'conc.':>7}")
+    for r in mf.layers.itertuples():
+        print(f"{r.layer:>5} {r.first_token_share:7.3f} {r.last_token_share:7.3f} {r.sink_concentration:7.3f}")
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from .batch import build
+
+    return build(profile=args.profile, pages=args.pages, out_dir=args.out, html=not args.no_html)
+
+
+def _cmd_toc(args: argparse.Namespace) -> int:
+    from .manifest import load_manifest, render_toc
+
+    text = render_toc(load_manifest())
+    if args.write:
+        from .manifest import repo_root
+
+        (repo_root() / "_toc.yml").write_text(text)
+    else:
+        print(text, end="")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sinkframes", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    m = sub.add_parser("models", help="every known model reference, installed or not")
+    m.add_argument("--json", action="store_true")
+    m.set_defaults(func=_cmd_models)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dtype", default="float32")
+    common.add_argument("--device", default="auto")
+    common.add_argument("--revision", default=None, help="hub revision (e.g. a Pythia checkpoint step)")
+
+    i = sub.add_parser("info", parents=[common], help="the model record as JSON")
+    i.add_argument("ref")
+    i.set_defaults(func=_cmd_info)
+
+    s = sub.add_parser("sinks", parents=[common], help="per-layer sink shares over N sentences")
+    s.add_argument("ref")
+    s.add_argument("--n", type=int, default=50)
+    s.add_argument("--dataset", choices=["embedded", "paper"], default="embedded")
+    s.add_argument("--csv", default=None, help="path or URL of the paper's wiki_dataset_sink.csv (with --dataset paper)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--batch-size", type=int, default=16)
+    s.add_argument("--max-length", type=int, default=256)
+    s.add_argument("--bos", choices=["default", "force"], default="default", help="keep the tokenizer's start token convention or force a BOS")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=_cmd_sinks)
+
+    b = sub.add_parser("build", help="execute the manifest's pages with papermill, then build the HTML")
+    b.add_argument("--profile", choices=["offline", "paper", "smoke"], default="offline")
+    b.add_argument("--pages", nargs="*", default=None, help="page ids (default: all)")
+    b.add_argument("--out", default=None, help="folder for executed pages (default: book/)")
+    b.add_argument("--no-html", action="store_true", help="skip the jupyter-book build")
+    b.set_defaults(func=_cmd_build)
+
+    t = sub.add_parser("toc", help="print (or --write) _toc.yml generated from the manifest")
+    t.add_argument("--write", action="store_true")
+    t.set_defaults(func=_cmd_toc)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from ..corpus import DatasetError
+    from ..extraction import TextError
+    from ..models import AttentionUnavailableError, ModelLoadError
+
+    try:
+        return int(args.func(args) or 0)
+    except (ModelLoadError, AttentionUnavailableError, DatasetError, TextError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,91 @@
+"""Per-sample attention ``[layer, head, query, key]`` from batched forward passes, cached on disk.
+
+``extract_attention`` keeps the full tensors (and hidden states if asked); ``summarize`` applies a
+reducer to each sample as it is produced and keeps only its output, so memory does not grow with
+layers x heads x n^2. Both pass through the on-disk cache: a second call with the same inputs
+loads the result and runs no forward pass (and does not even load the model).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import torch
+
+from .. import models
+from ..types import RunOptions
+from .batching import STATS, backbone, forward, iterate_batches
+from .run import reducer_key, run_cached
+
+
+@dataclass
+class Extraction:
+    """Per-sample outputs of one model on one text set (lists follow the order of ``texts``)."""
+
+    record: dict[str, Any]
+    texts: list[str]
+    tokens: list[list[str]]
+    attentions: list[torch.Tensor] | None = None  # each [layer, head, query, key]
+    hidden_states: list[torch.Tensor] | None = None  # each [layer + 1, token, hidden]
+    summaries: list[dict[str, torch.Tensor]] | None = None
+    from_cache: bool = False
+
+
+@torch.no_grad()
+def iterate_samples(lm: models.LoadedModel, ids: list[list[int]], opts: RunOptions, hidden_states: bool = False,
+                    desc: str = "forward") -> Iterator[tuple[int, torch.Tensor, torch.Tensor | None]]:
+    """Yield ``(index, attention [layer, head, n, n], hidden [layer+1, n, d] | None)`` per sample."""
+    net = backbone(lm.model)
+    for batch, input_ids, mask in iterate_batches(lm, ids, opts.batch_size, opts.progress, desc):
+        out = forward(lm, net, input_ids, mask, output_attentions=True, output_hidden_states=hidden_states)
+        atts = getattr(out, "attentions", None)
+        if not atts or any(a is None for a in atts):
+            raise models.AttentionUnavailableError(
+                f"{lm.record.ref} returned no attention weights; load it with attn_implementation='eager' "
+                "(sinkframes.models.load does) and do not use SDPA/flash attention"
+            )
+        att = torch.stack([a.float() for a in atts], 1)  # [batch, layer, head, query, key]
+        hid = torch.stack([h.float() for h in out.hidden_states], 1) if hidden_states else None  # [batch, layer+1, tok, d]
+        if not torch.isfinite(att).all():
+            warnings.warn(f"{lm.record.ref}: non-finite attention weights (try dtype='float32')", RuntimeWarning,
+                          stacklevel=2)
+        for r, i in enumerate(batch):
+            n = len(ids[i])
+            STATS["samples"] += 1
+            yield i, att[r, :, :, :n, :n].cpu().contiguous(), (hid[r, :, :n].cpu().contiguous() if hid is not None else None)
+
+
+def extract_attention(ref: str, texts: list[str], opts: RunOptions | None = None, *, hidden_states: bool = False,
+                      **overrides: Any) -> Extraction:
+    """Full per-sample attention (and hidden states if asked) for ``texts``; cached on disk.
+
+    ``opts`` holds the run options; keyword ``overrides`` (``batch_size=``, ``dtype=``, ...) change some.
+    """
+    o = RunOptions.build(opts, **overrides)
+    payload, hit = run_cached(ref, texts, {"kind": "attention"},
+                              lambda att, hid, causal: {"attention": att, "hidden": hid}, o, iterate_samples,
+                              hidden_states=hidden_states, namespace="extractions")
+    res = payload["results"]
+    return Extraction(
+        record=payload["record"], texts=payload["texts"], tokens=payload["tokens"],
+        attentions=[r["attention"] for r in res],
+        hidden_states=[r["hidden"] for r in res] if hidden_states else None,
+        from_cache=hit,
+    )
+
+
+def summarize(ref: str, texts: list[str], reducer: Callable[[torch.Tensor, bool], dict[str, torch.Tensor]],
+              opts: RunOptions | None = None, **overrides: Any) -> Extraction:
+    """Apply ``reducer(attention, causal)`` to each sample as it is produced; keep only its output.
+
+    Memory stays ``O(samples x reducer output)`` instead of ``O(samples x layers x heads x n^2)``.
+    ``reducer.key()`` (a dict) identifies the reduction in the cache key.
+    """
+    o = RunOptions.build(opts, **overrides)
+    payload, hit = run_cached(ref, texts, {"kind": "summary", **reducer_key(reducer)},
+                              lambda att, hid, causal: reducer(att, causal), o, iterate_samples,
+                              hidden_states=False, namespace="extractions")
+    return Extraction(record=payload["record"], texts=payload["texts"], tokens=payload["tokens"],
+                      summaries=payload["results"], from_cache=hit)

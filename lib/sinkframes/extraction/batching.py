@@ -1,0 +1,125 @@
+"""Tokenization and the one batching loop every forward pass of the library goes through.
+
+Texts are tokenized with the tokenizer's default special tokens (``bos_policy="default"``, as in
+the paper) or with a BOS token forced at position 0 (``bos_policy="force"``; tokenizers without a
+BOS token get their EOS token, the document separator, instead). Batches are sorted by length and
+right-padded; with right padding a real token never attends to padding (causal) or is masked from
+it (bidirectional), so trimming each sample to its ``n`` real tokens gives exactly the unpadded
+result.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Iterator
+
+import torch
+from tqdm import tqdm
+
+from .. import models
+from ..types import BOS_POLICIES, RunOptions
+
+#: counters that tests and the CLI read to prove a cache hit ran no forward pass
+STATS: dict[str, int] = {"forward_passes": 0, "samples": 0, "model_loads": 0}
+
+_LAST_MODEL: dict[tuple[Any, ...], models.LoadedModel] = {}
+
+
+class TextError(ValueError):
+    """An input text that cannot be analysed (empty, or longer than ``max_length`` tokens)."""
+
+
+def get_model(ref: str, opts: RunOptions | None = None, **overrides: Any) -> models.LoadedModel:
+    """Load ``ref`` as ``opts`` say (keeping only the most recent model in memory, to bound RAM)."""
+    o = RunOptions.build(opts, **overrides)
+    key = (ref, o.dtype, str(o.device), o.revision, o.quantization)
+    if key not in _LAST_MODEL:
+        _LAST_MODEL.clear()
+        _LAST_MODEL[key] = models.load(ref, dtype=o.dtype, device=o.device, revision=o.revision,
+                                       quantization=o.quantization)
+        STATS["model_loads"] += 1
+    return _LAST_MODEL[key]
+
+
+def tokenize(tokenizer: Any, texts: list[str], max_length: int, bos_policy: str = "default",
+             truncation: bool = False) -> list[list[int]]:
+    """Token ids per text; raises ``TextError`` naming every bad text and what to do."""
+    if bos_policy not in BOS_POLICIES:
+        raise ValueError(f"bos_policy must be one of {BOS_POLICIES}, got {bos_policy!r}")
+    if not texts:
+        raise TextError("no texts given")
+    empty = [i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
+    if empty:
+        raise TextError(f"empty text at positions {empty[:10]}; drop them before extraction")
+    ids = [tokenizer(t)["input_ids"] for t in texts]
+    if bos_policy == "force":
+        # the BOS token, or the EOS/document separator for tokenizers without one (Qwen2.5)
+        bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        if bos is None:
+            raise TextError("bos_policy='force' but this tokenizer defines neither a BOS nor an EOS token")
+        ids = [x if x and x[0] == bos else [bos, *x] for x in ids]
+    too_long = [i for i, x in enumerate(ids) if len(x) > max_length]
+    if too_long:
+        if not truncation:
+            worst = max(len(ids[i]) for i in too_long)
+            raise TextError(
+                f"{len(too_long)} text(s) exceed max_length={max_length} tokens (longest {worst}), e.g. positions "
+                f"{too_long[:10]}; raise max_length or pass truncation=True"
+            )
+        ids = [x[:max_length] for x in ids]
+    return ids
+
+
+def tokenize_for(lm: models.LoadedModel, texts: list[str], opts: RunOptions) -> list[list[int]]:
+    """:func:`tokenize` with the model's tokenizer and the run options."""
+    return tokenize(lm.tokenizer, texts, opts.max_length, opts.bos_policy, opts.truncation)
+
+
+def length_sorted_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Sample indices grouped into batches of similar length (shortest first)."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
+
+
+def pad_id(tokenizer: Any) -> int:
+    """The id used for right padding (never attended to, so its value does not matter)."""
+    return int(tokenizer.pad_token_id) if tokenizer.pad_token_id is not None else 0
+
+
+def pad_batch(ids: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ``input_ids [batch, width]`` and ``attention_mask [batch, width]``."""
+    width = max(len(x) for x in ids)
+    input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for r, x in enumerate(ids):
+        input_ids[r, : len(x)] = torch.tensor(x)
+        mask[r, : len(x)] = 1
+    return input_ids, mask
+
+
+def backbone(model: torch.nn.Module) -> torch.nn.Module:
+    """The transformer without its LM head (attention does not depend on the head)."""
+    return getattr(model, "base_model", model)
+
+
+def forward(lm: models.LoadedModel, net: torch.nn.Module, input_ids: torch.Tensor, mask: torch.Tensor,
+            **kwargs: Any) -> Any:
+    """One forward pass of ``net`` (the model or its backbone) on a padded batch; counted in ``STATS``."""
+    if lm.record.causal:
+        kwargs.setdefault("use_cache", False)
+    out = net(input_ids=input_ids.to(lm.device), attention_mask=mask.to(lm.device), **kwargs)
+    STATS["forward_passes"] += 1
+    return out
+
+
+def iterate_batches(lm: models.LoadedModel, ids: list[list[int]], batch_size: int, progress: bool = True,
+                    desc: str = "forward") -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
+    """The one batching loop: yield ``(sample indices, input_ids, attention_mask)`` per batch,
+    length-sorted and right-padded."""
+    pad = pad_id(lm.tokenizer)
+    batches = length_sorted_batches([len(x) for x in ids], batch_size)
+    for batch in tqdm(batches, desc=desc, disable=not progress, file=sys.stderr, leave=False):
+        input_ids, mask = pad_batch([ids[i] for i in batch], pad)
+        yield batch, input_ids, mask

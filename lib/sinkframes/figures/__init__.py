@@ -1,0 +1,1 @@
+"""Figures: computed results -> matplotlib figures, one module per page, one style (``style``)."""

@@ -1,0 +1,94 @@
+"""Figures of chapter 1 (reference frames): attention maps, layer profiles, reference counts, heads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from .style import _short, _style
+
+if TYPE_CHECKING:
+    from ..extraction import Extraction
+
+def attention_maps(examples: Sequence["Extraction"], sample: int = 0, layers: Sequence[float] = (0.0, 0.5, 1.0)):
+    """Head-averaged attention of one sentence per model at a few relative depths.
+
+    ``examples``: one extraction per model; ``layers``: depths in [0, 1] (0 = first layer).
+    """
+    _style()
+    fig, axes = plt.subplots(len(examples), len(layers), figsize=(4.2 * len(layers), 3.9 * len(examples)), squeeze=False)
+    for r, ex in enumerate(examples):
+        att = ex.attentions[sample]  # [layer, head, query, key]
+        n_layers = att.shape[0]
+        toks = [_short(t) for t in ex.tokens[sample]]
+        for c, depth in enumerate(layers):
+            layer = int(round(depth * (n_layers - 1)))
+            ax = axes[r, c]
+            sns.heatmap(att[layer].mean(0).numpy(), ax=ax, cmap="magma", vmin=0, vmax=1, square=True,
+                        cbar=c == len(layers) - 1, xticklabels=toks, yticklabels=toks)
+            ax.tick_params(labelsize=6)
+            ax.set_title(f"{ex.record['ref']}: layer {layer}", fontsize=10)
+            if c == 0:
+                ax.set_ylabel("query")
+            ax.set_xlabel("key")
+    fig.tight_layout()
+    return fig
+
+
+def layer_profiles(frames: Sequence["ModelFrames"], labels: Sequence[str] | None = None):
+    """Per-layer sink measures against relative depth, one line per model (band: 95 % bootstrap CI)."""
+    _style()
+    panels = [
+        ("first_token_share", "share of attention on position 0"),
+        ("last_token_share", "share of attention on the last token"),
+        ("first_token_concentration", "queries whose strongest key is position 0"),
+        ("reference_count", "reference tokens per head"),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.3 * len(panels), 3.6))
+    for k, f in enumerate(frames):
+        d = f.layers
+        for ax, (col, title) in zip(axes, panels):
+            line = ax.plot(d["depth"], d[col], marker="o", ms=3, label=labels[k] if labels else f.ref)[0]
+            if col == "first_token_share":
+                ax.fill_between(d["depth"], d["first_token_share_low"], d["first_token_share_high"], alpha=0.2, color=line.get_color())
+    for ax, (_, title) in zip(axes, panels):
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("relative depth (layer / last layer)")
+    for ax in axes[:3]:
+        ax.set_ylim(-0.02, 1.02)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def reference_counts(frames: Sequence["ModelFrames"]):
+    """Mean number of reference tokens per model: this book's rule per head, and the official rule."""
+    _style()
+    rows = []
+    for f in frames:
+        rows.append({"model": f.ref, "rule": "per head (this book)", "count": f.evidence["reference_count"]})
+        rows.append({"model": f.ref, "rule": "head average, column mean > 0.1 (official)", "count": f.evidence["faithful_reference_count"]})
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    sns.barplot(data=pd.DataFrame(rows), x="model", y="count", hue="rule", ax=ax)
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_ylabel("reference tokens (mean over layers)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def heads_heatmap(frames: Sequence["ModelFrames"], measure: str, title: str):
+    """Layer x head heatmap of one per-head measure (mean over sentences), one panel per model."""
+    _style()
+    fig, axes = plt.subplots(1, len(frames), figsize=(3.6 * len(frames), 3.8), squeeze=False)
+    for ax, f in zip(axes[0], frames):
+        sns.heatmap(f.extra["per_head"][measure], ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
+        ax.set_title(f.ref, fontsize=10)
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig

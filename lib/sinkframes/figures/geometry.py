@@ -1,0 +1,110 @@
+"""Figures of the sink-geometry and value-space chapter. Nothing here loads a model."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from .style import _style
+
+if TYPE_CHECKING:
+    from ..analyses.geometry_values import ModelGeometry
+
+
+def key_geometry(results: Sequence["ModelGeometry"]):
+    """Per layer: sink-key norm ratio, query cosines to the sink and to other keys, the logit split."""
+    _style()
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.7))
+    for r in results:
+        d = r.layers
+        c = axes[0].plot(d["depth"], d["key_norm_ratio"], marker="o", ms=3, label=r.ref)[0].get_color()
+        axes[1].plot(d["depth"], d["cos_to_sink_post"], marker="o", ms=3, color=c, label=f"{r.ref}: key 0")
+        axes[1].plot(d["depth"], d["cos_to_others_post"], ls="--", color=c, label=f"{r.ref}: other keys")
+        axes[2].plot(d["depth"], d["alignment_part"], marker="o", ms=3, color=c, label=f"{r.ref}: alignment part")
+        axes[2].plot(d["depth"], d["norm_part"], ls="--", color=c, label=f"{r.ref}: norm part")
+    axes[0].axhline(1, color="grey", lw=0.8, ls=":")
+    axes[0].set_title("|key 0| / mean |other key|", fontsize=10)
+    axes[1].set_title("mean cos(query, key): key 0 vs others", fontsize=10)
+    axes[2].set_title("sink logit advantage: alignment vs norm part", fontsize=10)
+    axes[2].axhline(0, color="grey", lw=0.8, ls=":")
+    for ax in axes:
+        ax.set_xlabel("relative depth (layer / last layer)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def rope_effect(results: Sequence["ModelGeometry"]):
+    """Query-key cosine before and after the rotary embedding, per layer, one panel per model."""
+    _style()
+    fig, axes = plt.subplots(1, len(results), figsize=(4.4 * len(results), 3.6), squeeze=False)
+    for ax, r in zip(axes[0], results):
+        d = r.layers
+        ax.plot(d["layer"], d["cos_to_sink_pre"], color="C0", ls="--", label="key 0, before RoPE")
+        ax.plot(d["layer"], d["cos_to_sink_post"], color="C0", marker="o", ms=3, label="key 0, after RoPE")
+        ax.plot(d["layer"], d["cos_to_others_pre"], color="C1", ls="--", label="other keys, before")
+        ax.plot(d["layer"], d["cos_to_others_post"], color="C1", marker="o", ms=3, label="other keys, after")
+        ax.set_title(f"{r.ref} ({r.record['position_encoding'].split(',')[0]})", fontsize=10)
+        ax.set_xlabel("layer")
+    axes[0][0].set_ylabel("mean cosine")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def per_head(results: Sequence["ModelGeometry"], measure: str, title: str, center: float | None = None):
+    """Layer x head heatmap of one geometry measure (mean over sentences), one panel per model."""
+    _style()
+    fig, axes = plt.subplots(1, len(results), figsize=(3.8 * len(results), 3.9), squeeze=False)
+    for ax, r in zip(axes[0], results):
+        data = r.extra["per_head"][measure]
+        step = max(1, data.shape[0] // 10)
+        sns.heatmap(data, ax=ax, cmap="coolwarm" if center is not None else "viridis", center=center, yticklabels=step)
+        ax.set_title(r.ref, fontsize=10)
+        ax.set_xlabel("KV head" if measure == "key_norm_ratio" else "head")
+        ax.set_ylabel("layer")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+_VALUE_PANELS = [("entropy", "attention entropy (nats)"), ("magnitude", "transformation magnitude"),
+                 ("alignment", "geometric-semantic alignment"), ("relative_magnitude", "reference part / output")]
+
+
+def value_profiles(results: Sequence["ModelGeometry"]):
+    """Value-space measures by depth: faithful (top row) and corrected (bottom row)."""
+    _style()
+    fig, axes = plt.subplots(2, len(_VALUE_PANELS), figsize=(4.2 * len(_VALUE_PANELS), 6.6), squeeze=False)
+    for row, mode in enumerate(("faithful", "corrected")):
+        for col, (name, title) in enumerate(_VALUE_PANELS):
+            ax = axes[row][col]
+            for r in results:
+                ax.plot(r.layers["depth"], r.layers[f"{mode}_{name}"], marker="o", ms=3, label=r.ref)
+            ax.set_title(f"{title}\n({mode})", fontsize=9)
+            if name == "magnitude" and mode == "faithful":
+                ax.set_yscale("log")
+            if row == 1:
+                ax.set_xlabel("relative depth")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def reference_counts(table: pd.DataFrame):
+    """Mean reference tokens per model by both rules, against the paper's value for its frame."""
+    _style()
+    long = table.melt(id_vars=["model"], value_vars=["official rule (faithful)", "per-head rule (corrected)"],
+                      var_name="rule", value_name="count")
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    sns.barplot(data=long, x="model", y="count", hue="rule", ax=ax)
+    for k, v in enumerate(table["paper"]):
+        if pd.notna(v):
+            ax.plot([k - 0.4, k + 0.4], [v, v], color="black", lw=2, label="paper (family's frame)" if k == 0 else None)
+    ax.set_ylabel("reference tokens (mean over layers)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

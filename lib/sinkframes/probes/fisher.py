@@ -1,0 +1,286 @@
+"""Empirical Fisher norms per layer and parameter group: where the loss gradient energy sits.
+
+For one sentence the squared gradient norm of a parameter block, ``||d loss / d theta||^2``,
+averaged over sentences, is the trace of that block's diagonal empirical Fisher. Summed per
+layer it says which depths the language-model loss is most sensitive to (the paper's "Fisher
+information by layer").
+
+Losses:
+- decoders: next-token cross-entropy of the sentence.
+- encoders with a masked-LM head: masked-token cross-entropy on 15 % of the non-special
+  positions (seeded); ``cached_fisher`` loads the head with ``models.load_masked_lm`` whenever
+  the checkpoint ships its weights (hub BERT and XLM-R do).
+- encoders without one (the offline MiniLM: its checkpoint ends at the pooler, no
+  ``cls.predictions`` weights): a masked-sentence *embedding consistency* loss,
+  ``1 - cos(pool(h(masked)), pool(h(clean)))`` with the clean embedding held fixed. It lives in
+  the space the model was trained for (mean-pooled sentence embeddings) and is zero when masking
+  15 % of the tokens does not move the embedding. A masked-LM loss through an untrained head
+  would measure the head, not the model.
+
+Modes:
+- ``faithful`` reproduces ``fisher.ipynb``: texts cut to 500 characters, all tokenized together
+  with padding to the longest (max 128 tokens, pad = EOS for decoders), each sentence run with
+  its padding *inside* the loss (labels = input ids at every position, pads included; encoders:
+  labels at every position), layer buckets parsed from ``layers.<k>.`` / ``layer.<k>.`` with the
+  rest in ``other`` (counted in the total), and the official first-match keyword groups. The
+  official run used float16 gradients; pass ``dtype="float16"`` on a GPU to repeat that.
+- ``corrected``: each sentence alone (no padding at all), float32, seeded masking, standard
+  labels, and groups from the module structure (attention, MLP, norms; embeddings and the final
+  norm outside the layers). Shares are of the transformer layers' total.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from .. import stats
+from ..cache import Cache, cache_key
+from ..extraction.batching import get_model
+from ..models import load_masked_lm
+from ..types import MODES, Mode, RunOptions, check_mode
+
+__all__ = ["MODES", "FisherResult", "cached_fisher", "fisher_norms", "objective"]
+
+MASK_PROB = 0.15
+FAITHFUL_MAX_CHARS = 500
+FAITHFUL_MAX_LENGTH = 128
+CORRECTED_MAX_LENGTH = 512
+#: version of the Fisher computation (enters the cache key)
+FISHER_VERSION = 2
+_LAYER_RE = re.compile(r"(?:layers|layer)\.(\d+)\.")
+
+
+def layer_index(name: str) -> int | None:
+    """Layer number parsed from a parameter name (``...layers.3...`` or ``...layer.3...``)."""
+    m = _LAYER_RE.search(name)
+    return int(m.group(1)) if m else None
+
+
+def official_group(name: str) -> str | None:
+    """The official keyword grouping, first match wins (``post_attention_layernorm`` counts as
+    attention, an LM head called ``embed_out`` as embedding, other norms are dropped)."""
+    if any(k in name for k in ("attention", "attn", "self", "q_proj", "k_proj", "v_proj")):
+        return "attention"
+    if any(k in name for k in ("mlp", "feed_forward", "ffn", "dense", "fc")):
+        return "mlp"
+    if any(k in name for k in ("embed", "token", "wte", "wpe")):
+        return "embedding"
+    return None
+
+
+def corrected_group(name: str) -> str:
+    """Group from the module structure: ``attention`` (projections, QK-norms inside attention),
+    ``mlp``, ``norm`` (the block's layer norms), ``embedding`` or ``other`` (outside the layers)."""
+    low = name.lower()
+    if layer_index(name) is None:
+        return "embedding" if any(k in low for k in ("embed", "wte", "wpe", "lm_head")) else "other"
+    if "self_attn." in low or ("attention" in low and "norm" not in low):
+        return "attention"
+    if "norm" in low:
+        return "norm"
+    if any(k in low for k in ("mlp", "intermediate", "output.dense", "feed_forward", "ffn", "fc1", "fc2", "dense_h_to_4h", "dense_4h_to_h")):
+        return "mlp"
+    return "other"
+
+
+def squared_grad_norms(model: torch.nn.Module, faithful: bool = False) -> dict[str, float]:
+    """``||grad||^2`` of every parameter that has a gradient (float64 accumulation; the faithful
+    variant takes the norm in the gradient's own dtype and squares it, as the official code)."""
+    out: dict[str, float] = {}
+    for name, p in model.named_parameters():
+        if p.grad is None:
+            continue
+        if faithful:
+            out[name] = float(p.grad.norm().item()) ** 2
+        else:
+            out[name] = float(p.grad.double().pow(2).sum().item())
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# losses
+
+
+def _encoder_inputs(ids: torch.Tensor, special: torch.Tensor, mask_id: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mask 15 % of the non-special positions (at least one); returns masked ids and the mask."""
+    cand = (~special).nonzero().flatten()
+    if cand.numel() == 0:
+        raise ValueError("a sentence has no non-special token to mask")
+    pick = torch.rand(cand.numel(), generator=gen) < MASK_PROB
+    if not pick.any():
+        pick[torch.randint(cand.numel(), (1,), generator=gen)] = True
+    masked = torch.zeros_like(special)
+    masked[cand[pick]] = True
+    return ids.masked_fill(masked, mask_id), masked
+
+
+def _pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask.to(hidden.dtype)[..., None]
+    return (hidden * m).sum(-2) / m.sum(-2).clamp(min=1)
+
+
+def _loss(model: torch.nn.Module, causal: bool, has_mlm_head: bool, ids: torch.Tensor, attn_mask: torch.Tensor,
+          special: torch.Tensor, mask_id: int | None, gen: torch.Generator, faithful: bool) -> torch.Tensor:
+    """The loss of one sentence (``ids`` ``[1, token]``) for the model type and mode."""
+    if causal:
+        labels = ids.clone()
+        if not faithful:
+            labels[attn_mask == 0] = -100
+        return model(input_ids=ids, attention_mask=attn_mask, labels=labels, use_cache=False).loss
+    if mask_id is None:
+        raise ValueError("this encoder's tokenizer has no mask token; cannot build a masked loss")
+    masked_ids, masked = _encoder_inputs(ids[0], special[0] | (attn_mask[0] == 0), mask_id, gen)
+    masked_ids, masked = masked_ids[None], masked[None]
+    if has_mlm_head:
+        labels = ids.clone() if faithful else ids.masked_fill(~masked, -100)
+        return model(input_ids=masked_ids, attention_mask=attn_mask, labels=labels).loss
+    pool_mask = torch.ones_like(attn_mask) if faithful else attn_mask  # faithful: pads inside
+    with torch.no_grad():
+        clean = _pool(model(input_ids=ids, attention_mask=attn_mask).last_hidden_state, pool_mask)
+    noisy = _pool(model(input_ids=masked_ids, attention_mask=attn_mask).last_hidden_state, pool_mask)
+    return 1.0 - torch.nn.functional.cosine_similarity(noisy, clean, dim=-1).mean()
+
+
+def objective(causal: bool, has_mlm_head: bool) -> str:
+    """Plain name of the loss used for a model."""
+    if causal:
+        return "next-token cross-entropy"
+    return "masked-token cross-entropy" if has_mlm_head else "masked-sentence embedding consistency (no MLM head shipped)"
+
+
+# ---------------------------------------------------------------------------------------------
+# the computation
+
+
+@dataclass
+class FisherResult:
+    """Per-sentence squared gradient norms by (layer, group) for one model and mode."""
+
+    ref: str
+    mode: Mode
+    n_layers: int
+    objective: str
+    values: pd.DataFrame  # sentence, layer (-1 = outside the layers), group, official_group, fisher
+
+    def per_sentence_layers(self) -> np.ndarray:
+        """``[sentence, layer]`` summed squared gradient norms of the transformer layers."""
+        v = self.values[self.values["layer"] >= 0]
+        t = v.groupby(["sentence", "layer"])["fisher"].sum().unstack("layer").reindex(columns=range(self.n_layers))
+        return t.fillna(0.0).to_numpy()
+
+    def by_layer(self) -> pd.DataFrame:
+        """Mean Fisher norm per layer and its share. Faithful: share of the total including
+        ``other`` (as the official total); corrected: share of the layers' total."""
+        per = self.per_sentence_layers()
+        mean = per.mean(0)
+        other = float(self.values[self.values["layer"] < 0].groupby("sentence")["fisher"].sum().mean()) if (self.values["layer"] < 0).any() else 0.0
+        total = mean.sum() + (other if self.mode == "faithful" else 0.0)
+        return pd.DataFrame({"layer": range(self.n_layers), "region": [stats.region_of(i, self.n_layers) for i in range(self.n_layers)],
+                             "fisher": mean, "share": mean / total if total > 0 else np.nan})
+
+    def early_share(self, seed: int = 0, n_boot: int = 2000) -> tuple[float, float, float]:
+        """Share of the layers' Fisher in the early third, with a bootstrap interval over sentences."""
+        per = self.per_sentence_layers()
+        early = stats.layer_regions(self.n_layers)["early"]
+        if self.mode == "faithful":
+            other = self.values[self.values["layer"] < 0].groupby("sentence")["fisher"].sum().reindex(range(per.shape[0])).fillna(0).to_numpy()
+        else:
+            other = np.zeros(per.shape[0])
+
+        def share(idx: np.ndarray) -> float:
+            tot = per[idx].sum() + other[idx].sum()
+            return float(per[idx][:, early].sum() / tot) if tot > 0 else float("nan")
+
+        rng = np.random.default_rng(seed)
+        m = per.shape[0]
+        boots = [share(rng.integers(0, m, m)) for _ in range(n_boot)]
+        return share(np.arange(m)), float(np.nanquantile(boots, 0.025)), float(np.nanquantile(boots, 0.975))
+
+    def groups(self) -> pd.DataFrame:
+        """Mean Fisher per group and its share: official keyword groups (faithful) or structural
+        groups inside the layers (corrected)."""
+        if self.mode == "faithful":
+            g = self.values.dropna(subset=["official_group"]).groupby(["sentence", "official_group"])["fisher"].sum()
+            mean = g.groupby("official_group").sum() / self.values["sentence"].nunique()
+        else:
+            v = self.values[self.values["layer"] >= 0]
+            mean = v.groupby(["sentence", "group"])["fisher"].sum().groupby("group").sum() / v["sentence"].nunique()
+        df = mean.rename("fisher").reset_index().rename(columns={"official_group": "group"})
+        df["share"] = df["fisher"] / df["fisher"].sum()
+        return df
+
+
+def fisher_norms(lm: Any, texts: list[str], mode: Mode = "corrected", seed: int = 0, has_mlm_head: bool | None = None,
+                 progress: bool = True) -> FisherResult:
+    """Per-sentence squared gradient norms of ``lm`` (a ``models.LoadedModel``) on ``texts``."""
+    mode = check_mode(mode)
+    faithful = mode == "faithful"
+    model, tok, rec = lm.model, lm.tokenizer, lm.record
+    if has_mlm_head is None:
+        has_mlm_head = hasattr(model, "cls") or type(model).__name__.endswith("ForMaskedLM")
+    if faithful:
+        enc = tok([t[:FAITHFUL_MAX_CHARS] for t in texts], padding=True, truncation=True, max_length=FAITHFUL_MAX_LENGTH,
+                  return_tensors="pt", return_special_tokens_mask=True)
+        batches = [(enc["input_ids"][i : i + 1], enc["attention_mask"][i : i + 1], enc["special_tokens_mask"][i : i + 1].bool())
+                   for i in range(len(texts))]
+        if rec.causal and tok.eos_token_id is not None:  # the official code pads decoders with EOS
+            batches = [(ids.masked_fill(am == 0, tok.eos_token_id), am, sp) for ids, am, sp in batches]
+    else:
+        batches = []
+        for t in texts:
+            enc = tok(t, truncation=True, max_length=CORRECTED_MAX_LENGTH, return_tensors="pt", return_special_tokens_mask=True)
+            batches.append((enc["input_ids"], enc["attention_mask"], enc["special_tokens_mask"].bool()))
+    names = {n: (layer_index(n), corrected_group(n), official_group(n)) for n, _ in model.named_parameters()}
+    gen = torch.Generator().manual_seed(seed)
+    was_training = model.training
+    model.eval()
+    rows = []
+    try:
+        for s, (ids, am, special) in enumerate(tqdm(batches, desc=f"{rec.ref}: Fisher ({mode})", disable=not progress,
+                                                     file=sys.stderr, leave=False)):
+            model.zero_grad(set_to_none=True)
+            loss = _loss(model, rec.causal, has_mlm_head, ids.to(lm.device), am.to(lm.device), special.to(lm.device),
+                         tok.mask_token_id, gen, faithful)
+            loss.backward()
+            for name, val in squared_grad_norms(model, faithful).items():
+                layer, group, ogroup = names[name]
+                rows.append((s, -1 if layer is None else layer, group, ogroup, val))
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.train(was_training)
+    values = pd.DataFrame(rows, columns=["sentence", "layer", "group", "official_group", "fisher"])
+    return FisherResult(rec.ref, mode, rec.n_layers, objective(rec.causal, has_mlm_head), values)
+
+
+def cached_fisher(ref: str, texts: list[str], mode: Mode = "corrected", seed: int = 0, opts: RunOptions | None = None,
+                  **overrides: Any) -> FisherResult:
+    """:func:`fisher_norms` for ``ref`` through the on-disk cache (the backward passes are the cost).
+
+    The mode's own fixed token limit (128 faithful, 512 corrected) and character cut enter the key.
+    """
+    mode = check_mode(mode)
+    o = RunOptions.build(opts, **overrides)
+    limits = ({"max_tokens": FAITHFUL_MAX_LENGTH, "max_chars": FAITHFUL_MAX_CHARS} if mode == "faithful"
+              else {"max_tokens": CORRECTED_MAX_LENGTH, "max_chars": None})
+    key = cache_key({"kind": "fisher", "version": FISHER_VERSION}, ref, list(texts), o, mode=mode, seed=seed, **limits)
+
+    def compute() -> dict[str, Any]:
+        lm = get_model(ref, o)
+        if not lm.record.causal:  # an encoder: use its masked-LM head where the checkpoint has one
+            lm = load_masked_lm(ref, dtype=o.dtype, device=o.device, revision=o.revision) or lm
+        res = fisher_norms(lm, list(texts), mode=mode, seed=seed, progress=o.progress)
+        return {"n_layers": res.n_layers, "objective": res.objective, "values": res.values.to_dict("list")}
+
+    if not o.use_cache:
+        value = compute()
+    else:
+        value, _ = Cache(namespace="fisher").get_or_compute(key, compute)
+    return FisherResult(ref, mode, value["n_layers"], value["objective"], pd.DataFrame(value["values"]))

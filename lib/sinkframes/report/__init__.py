@@ -1,0 +1,1 @@
+"""Report: provenance of every page and the markdown that states verdicts."""

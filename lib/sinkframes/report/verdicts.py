@@ -1,0 +1,185 @@
+"""Text a page shows beside its numbers: provenance and plain statements drawn from the data."""
+
+from __future__ import annotations
+
+import platform
+from typing import TYPE_CHECKING
+
+import torch
+import transformers
+
+from .._version import __version__
+
+if TYPE_CHECKING:
+    from ..analyses.frames import ModelFrames
+
+
+def provenance(profile: str, models: list[str], n_sentences: int, dataset: str, seed: int) -> str:
+    """Markdown naming the profile, models, sentence count and versions that produced a page."""
+    return (
+        f"**Produced by** sinkframes {__version__} with the `{profile}` profile: models "
+        f"{', '.join(f'`{m}`' for m in models)}; {n_sentences} sentences from the `{dataset}` set "
+        f"(seed {seed}); torch {torch.__version__}, transformers {transformers.__version__}, "
+        f"Python {platform.python_version()}."
+    )
+
+
+def model_notes(frames: list["ModelFrames"]) -> str:
+    """One line per model: what was loaded, with its quantization and BOS convention."""
+    lines = []
+    for f in frames:
+        r = f.record
+        bos = f"adds a start token (`{r['position0_token']}` at position 0)" if r["adds_bos"] else "adds no start token (position 0 is the first word)"
+        lines.append(
+            f"- `{r['ref']}`: {r['architecture']} ({r['family']} family), {r['n_layers']} layers, {r['n_heads']} query heads / "
+            f"{r['n_kv_heads']} KV head{'s' if r['n_kv_heads'] != 1 else ''}, {r['position_encoding']}; weights: {r['quantization']}; tokenizer {bos}."
+        )
+    return "\n".join(lines)
+
+
+def frame_verdicts(frames: list["ModelFrames"]) -> str:
+    """Plain statements: the frame each model's evidence points to, against the paper's family label."""
+    lines = []
+    for f in frames:
+        paper = f.record["paper_frame"]
+        if paper == "not assigned":
+            verdict = "the paper assigns no frame type to this family"
+        elif paper == f.frame:
+            verdict = f"agrees with the paper's **{paper}** label for the {f.record['family']} family"
+        else:
+            verdict = f"**differs** from the paper's **{paper}** label for the {f.record['family']} family"
+        lines.append(f"- `{f.ref}` looks **{f.frame}** ({f.reason}); this {verdict}.")
+    return "\n".join(lines)
+
+
+def depth_notes(frames: list["ModelFrames"]) -> str:
+    """Where each model's first-token sink is weakest and strongest, and how many layers it dominates."""
+    lines = []
+    for f in frames:
+        d = f.layers
+        lo = d.loc[d["first_token_share"].idxmin()]
+        hi = d.loc[d["first_token_share"].idxmax()]
+        dom = int((d["first_token_concentration"] >= 0.5).sum())
+        weak = d.loc[d["first_token_concentration"] < 0.5, "layer"].astype(int).tolist()
+        lines.append(
+            f"- `{f.ref}`: share on position 0 from {lo.first_token_share:.2f} (layer {int(lo.layer)}) to "
+            f"{hi.first_token_share:.2f} (layer {int(hi.layer)}); position 0 is the strongest key of most queries in "
+            f"{dom} of {len(d)} layers" + (f" (not in layers {weak})." if weak else ".")
+        )
+    return "\n".join(lines)
+
+
+def bos_comparison_notes(default: list["ModelFrames"], forced: list["ModelFrames"]) -> str:
+    """How the sink evidence of each model moves when a BOS token is forced at position 0."""
+    by_ref = {f.ref: f for f in default}
+    lines = []
+    for f in forced:
+        d = by_ref.get(f.ref)
+        if d is None:
+            continue
+        lines.append(
+            f"- `{f.ref}` with `{f.extra.get('position0_tokens', ['?'])[0]}` forced at position 0: queries peaking on "
+            f"position 0 {d.evidence['first_token_concentration']:.2f} -> {f.evidence['first_token_concentration']:.2f}, "
+            f"share on position 0 {d.evidence['first_token_share']:.2f} -> {f.evidence['first_token_share']:.2f}, "
+            f"reference tokens per head {d.evidence['reference_count']:.2f} -> {f.evidence['reference_count']:.2f}; "
+            f"frame {d.frame} -> {f.frame}."
+        )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Information geometry: plain verdicts on the paper's KL, concentration, Fisher and output claims
+
+
+def _kl_shape_verdict(shape: str, regions: "pd.DataFrame", layers: "pd.DataFrame") -> tuple[str, str]:
+    """(verdict, evidence) for one KL-profile claim from corrected region and layer tables."""
+    reg = regions.set_index("region")
+    sig = layers["p_holm"] < 0.05
+    neg = int(((layers["ci_high"] < 0) & sig).sum())
+    pos = int(((layers["ci_low"] > 0) & sig).sum())
+    n = len(layers)
+    ev = (f"{neg} of {n} layers significantly negative and {pos} significantly positive (Holm-corrected sign-flip "
+          f"tests); region means early {reg.loc['early', 'kl_reduction']:+.3f}, middle {reg.loc['middle', 'kl_reduction']:+.3f}, "
+          f"late {reg.loc['late', 'kl_reduction']:+.3f}") if {"early", "middle", "late"} <= set(reg.index) else f"{neg} negative, {pos} positive of {n} layers"
+    if shape == "negative":
+        ok = neg == n
+        return ("supported" if ok else ("partly supported" if neg > n / 2 else "not supported")), ev
+    if not {"early", "middle", "late"} <= set(reg.index):
+        return "not testable (too few layers for three regions)", ev
+    e, m, l = (reg.loc[k] for k in ("early", "middle", "late"))
+    if shape == "u_shaped":
+        ok = m["ci_high"] < e["ci_low"] and m["ci_high"] < l["ci_low"]
+        return ("supported" if ok else "not supported"), ev
+    if shape == "three_phase":
+        ok = e["ci_low"] > 0 and m["ci_high"] < 0 and l["ci_high"] < 0
+        return ("supported" if ok else "not supported"), ev
+    if shape == "decreasing":
+        ok = e["ci_low"] > 0 and l["ci_high"] < 0
+        return ("supported" if ok else "not supported"), ev
+    return "not testable", ev
+
+
+def information_verdicts(results: list) -> str:
+    """One line per model and claim: the paper's statement for the model's family, what the data
+    show, and whether they support it (corrected measures decide; faithful shown beside)."""
+    import numpy as np
+
+    from .. import stats
+    from ..analyses import information as info_mod
+    from ..paper import CONCENTRATION_RANGES, FISHER_SHAPES, KL_SHAPES, KL_SIGNS
+
+    shape_text = {"negative": "negative in every layer", "u_shaped": "U-shaped over depth",
+                  "three_phase": "three phases (positive early, negative middle and late)",
+                  "decreasing": "positive early, negative late"}
+    lines = []
+    ftab = info_mod.fisher_table(results) if any(r.fisher for r in results) else None
+    for r in results:
+        fam = r.record["family"]
+        name = f"`{r.ref}` ({fam} family)"
+        corr = r.layers("corrected")
+        faith = r.layers("faithful")
+        shape = KL_SHAPES.get(fam)
+        if shape:
+            verdict, ev = _kl_shape_verdict(shape, r.regions(), corr)
+            lines.append(f"- {name}, KL reduction {shape_text[shape]}: **{verdict}**. {ev}; faithful mean over its "
+                         f"{len(faith)} layers {faith['kl_reduction'].mean():+.3f}.")
+        sign = KL_SIGNS.get(fam)
+        if sign:
+            m, lo, hi = stats.bootstrap_ci(np.nanmean(info_mod.inf.stack_summaries(r.summaries, "p90/corrected/reduction"), 1), seed=r.seed)
+            ok = lo > 0 if sign > 0 else hi < 0
+            lines.append(f"- {name}, mean KL reduction {'positive' if sign > 0 else 'negative'}: **{'supported' if ok else 'not supported'}**. "
+                         f"Corrected mean over layers {m:+.3f} (95 % interval {lo:+.3f} to {hi:+.3f}).")
+        rng = CONCENTRATION_RANGES.get(fam)
+        if rng:
+            med = float(faith["sink_mass"].median())
+            ok = rng[0] <= med <= rng[1]
+            lines.append(f"- {name}, sink concentration in {rng[0]:.0%}-{rng[1]:.0%}: **{'supported' if ok else 'not supported'}**. "
+                         f"Faithful (heads 0-3, 90th-percentile sinks) median over layers {med:.0%} (range "
+                         f"{faith['sink_mass'].min():.0%}-{faith['sink_mass'].max():.0%}); all heads {corr['sink_mass'].median():.0%}.")
+        fshape = FISHER_SHAPES.get(fam)
+        if fshape and ftab is not None:
+            row = ftab[(ftab["model"] == r.ref) & (ftab["mode"] == "corrected")]
+            if len(row):
+                row = row.iloc[0]
+                if fshape == "early":
+                    ok = row["early_low"] <= 0.7 and row["early_high"] >= 0.5
+                    claim, ev = "about 60 % of the Fisher information in the early layers", (
+                        f"early third holds {row['early_share']:.0%} (95 % interval {row['early_low']:.0%}-{row['early_high']:.0%})")
+                elif fshape == "middle":
+                    ok = row["peak_region"] == "middle"
+                    claim, ev = "Fisher information peaks in the middle layers", f"peak at layer {row['peak_layer']} ({row['peak_region']} third)"
+                else:
+                    ok, claim, ev = False, "several Fisher peaks", "not evaluated by a fixed rule"
+                lines.append(f"- {name}, {claim}: **{'supported' if ok else 'not supported'}**. Corrected: {ev}; "
+                             f"loss: {row['objective']}; {int(row['sentences'])} sentences.")
+        if r.output is not None:
+            s = r.output.summary.set_index("condition")
+            metric = "next-token KL" if r.output.causal else "sentence-embedding distance (1 - cosine)"
+            p = float(s.loc["sink", "p_sign_flip"])
+            ok = s.loc["sink", "mean"] > s.loc["random", "mean"] and p < 0.05
+            extra = (f"; perplexity {s.loc['sink', 'ppl_base']:.1f} -> {s.loc['sink', 'ppl_edit']:.1f} without the sink, "
+                     f"-> {s.loc['random', 'ppl_edit']:.1f} without a random key") if r.output.causal else ""
+            lines.append(f"- {name}, removing attention to position 0 changes the outputs more than removing a random key: "
+                         f"**{'supported' if ok else 'not supported'}**. {metric} {s.loc['sink', 'mean']:.4f} against "
+                         f"{s.loc['random', 'mean']:.4f} (sign-flip p = {p:.4f}){extra}.")
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""Book structure: templates, manifest, table of contents, executed pages, smoke runs, HTML build."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from sinkframes.book import batch, manifest
+
+from tests.conftest import ROOT
+
+M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
+TEMPLATES = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_every_template_is_in_the_manifest():
+    assert sorted(ROOT / p.template for p in M.pages) == TEMPLATES
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.name)
+def test_template_structure(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code), "templates are committed without outputs"
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
+    params = ast.parse(tagged[0].source)
+    assert all(isinstance(s, ast.Assign) and isinstance(s.value, (ast.Constant, ast.List)) for s in params.body), "literals only"
+    for c in code:
+        # IPython magics (the Colab install line) are not Python: parse them as `pass`
+        src = "\n".join(l[: len(l) - len(l.lstrip())] + "pass" if l.lstrip().startswith(("%", "!")) else l for l in c.source.splitlines())
+        tree = ast.parse(src)
+        assert not any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) for n in ast.walk(tree)), "no def/class in notebooks"
+
+
+@pytest.mark.parametrize("page", M.pages, ids=lambda p: p.id)
+def test_manifest_parameters_are_template_parameters(page):
+    nb = nbformat.read(ROOT / page.template, as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    names = {t.id for s in ast.parse(cell.source).body for t in s.targets}
+    for profile in manifest.PROFILES:
+        unknown = set(page.params_for(profile)) - names
+        assert not unknown, f"{page.id}/{profile}: {unknown}"
+    title = next(c for c in nb.cells if c.cell_type == "markdown").source.splitlines()[0]
+    assert title == f"# {page.title}"
+
+
+def test_toc_matches_manifest():
+    assert (ROOT / "_toc.yml").read_text() == manifest.render_toc(M)
+
+
+@pytest.mark.parametrize("page", M.pages, ids=lambda p: p.id)
+def test_executed_pages_are_committed_and_clean(page):
+    path = ROOT / page.output
+    assert path.exists(), f"{page.output} missing: run `make book`"
+    assert batch.has_error_output(path) == []
+    nb = nbformat.read(path, as_version=4)
+    streams = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("name") == "stderr"]
+    assert not streams
+    assert nb.metadata["papermill"]["parameters"]["profile"] == "offline"
+    text = json.dumps(nb.dict())
+    assert "sinkframes" in text and "offline" in text  # provenance line
+    assert path.stat().st_size < 5_000_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", M.pages, ids=lambda p: p.id)
+def test_smoke_run_of_every_template(page, tmp_path):
+    out = batch.run_page(page, "smoke", ROOT, tmp_path)
+    assert out.exists() and batch.has_error_output(out) == []
+    assert not list(tmp_path.glob(".*.running.ipynb"))
+
+
+def test_failed_page_is_reported_and_leaves_nothing(tmp_path, monkeypatch, capsys):
+    broken = tmp_path / "broken.ipynb"
+    nb = nbformat.v4.new_notebook()
+    p = nbformat.v4.new_code_cell("x = 1")
+    p.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Broken"), p, nbformat.v4.new_code_cell("raise RuntimeError('boom')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, broken)
+    good = tmp_path / "good.ipynb"
+    nb.cells = nb.cells[:2] + [nbformat.v4.new_code_cell("print(x)")]
+    nbformat.write(nb, good)
+    params = {k: {"x": 2} for k in manifest.PROFILES}
+    m = manifest.Manifest(root="book/intro", back_matter=[], pages=[
+        manifest.Page("broken", str(broken), "book/broken.ipynb", "Broken", "Tests", params, 60),
+        manifest.Page("good", str(good), "book/good.ipynb", "Good", "Tests", params, 60),
+    ])
+    out = tmp_path / "out"
+    rc = batch.build(profile="smoke", out_dir=str(out), html=False, manifest=m)
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "broken" in err and "boom" in err
+    assert (out / "good.ipynb").exists()
+    assert not (out / "broken.ipynb").exists() and not list(out.glob(".*running*"))
+
+
+@pytest.mark.slow
+def test_book_builds_without_warnings(tmp_path):
+    exe = shutil.which("jupyter-book") or str(Path(sys.executable).with_name("jupyter-book"))
+    proc = subprocess.run([exe, "build", str(ROOT), "--path-output", str(tmp_path), "-W", "-n", "--keep-going"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    html = tmp_path / "_build" / "html"
+    assert (html / "index.html").exists()
+    page = html / "book" / "01_reference_frames.html"
+    assert page.exists()
+    assert re.search(r"sinkframes\s+\d", page.read_text())

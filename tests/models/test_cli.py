@@ -1,0 +1,78 @@
+"""The command line, including the stable JSON of `sinks` and the no-forward-pass cache hit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sinkframes import extraction as extract
+from sinkframes.extraction import batching
+from sinkframes.book.cli import main
+
+
+def test_models_lists_every_ref(capsys):
+    assert main(["models", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    refs = {r["ref"] for r in rows}
+    assert {"minilm", "smollm2", "gemma3", "tiny:llama", "tiny:xlm-roberta"} <= refs
+
+
+def test_info_prints_the_record(capsys):
+    assert main(["info", "tiny:gemma3", "--device", "cpu"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["family"] == "gemma" and rec["n_kv_heads"] == 1 and rec["adds_bos"] is True
+
+
+def test_sinks_json_and_cache_hit(capsys):
+    args = ["sinks", "tiny:llama", "--n", "5", "--json", "--device", "cpu"]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    out = json.loads(first.out)
+    assert out["model"] == "tiny:llama" and out["n_sentences"] == 5
+    assert [r["layer"] for r in out["layers"]] == [0, 1, 2]
+    for r in out["layers"]:
+        assert set(r) == {"layer", "first_token_share", "last_token_share", "sink_concentration"}
+        assert all(0.0 <= r[k] <= 1.0 for k in r if k != "layer")
+    batching._LAST_MODEL.clear()
+    before = dict(extract.STATS)
+    assert main(args) == 0
+    second = capsys.readouterr()
+    assert json.loads(second.out) == out
+    assert "cache hit: no forward pass" in second.err
+    assert extract.STATS == before
+
+
+def test_errors_exit_2_with_a_message(capsys):
+    assert main(["sinks", "tiny:nope", "--n", "2"]) == 2
+    assert "unknown tiny architecture" in capsys.readouterr().err
+    assert main(["sinks", "tiny:llama", "--n", "2", "--dataset", "paper"]) == 2
+    assert "csv_path" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ref,layers", [("minilm", 6), ("smollm2", 30)])
+def test_real_offline_models_through_the_module_entry_point(ref, layers, tmp_path):
+    cmd = [sys.executable, "-m", "sinkframes", "sinks", ref, "--n", "20", "--json"]
+    env = {**os.environ, "SINKFRAMES_CACHE": str(tmp_path / "c")}
+    run1 = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert run1.returncode == 0, run1.stderr[-2000:]
+    out = json.loads(run1.stdout)
+    assert out["n_sentences"] == 20 and len(out["layers"]) == layers
+    assert all(0.0 <= r[k] <= 1.0 for r in out["layers"] for k in ("first_token_share", "last_token_share", "sink_concentration"))
+    assert "forward passes" in run1.stderr
+    run2 = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert run2.returncode == 0 and json.loads(run2.stdout) == out
+    assert "cache hit: no forward pass" in run2.stderr
+
+
+@pytest.mark.slow
+def test_gemma3_record():
+    from sinkframes import models
+
+    r = models.load("gemma3", device="cpu").record
+    assert (r.n_layers, r.n_heads, r.n_kv_heads, r.adds_bos, r.position0_token) == (18, 4, 1, True, "<bos>")
+    assert "GGUF" in r.quantization and r.family == "gemma"

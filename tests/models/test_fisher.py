@@ -1,0 +1,125 @@
+"""Empirical Fisher norms: analytic softmax gradients, finite differences, grouping, tiny models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sinkframes import corpus
+from sinkframes import extraction as extract
+from sinkframes.probes import fisher
+
+
+class SoftmaxModel(torch.nn.Module):
+    """A one-layer softmax classifier with a parameter named like a transformer block."""
+
+    def __init__(self, w: torch.Tensor) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Module()])
+        self.layers[0].mlp = torch.nn.Linear(w.shape[1], w.shape[0], bias=False, dtype=w.dtype)
+        with torch.no_grad():
+            self.layers[0].mlp.weight.copy_(w)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers[0].mlp(x)
+
+
+def test_softmax_fisher_matches_analytic_value_and_finite_differences():
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(5, 3, generator=g, dtype=torch.float64)
+    x = torch.randn(3, generator=g, dtype=torch.float64)
+    y = 2
+    model = SoftmaxModel(w)
+    loss = torch.nn.functional.cross_entropy(model(x)[None], torch.tensor([y]))
+    loss.backward()
+    got = fisher.squared_grad_norms(model)["layers.0.mlp.weight"]
+    p = torch.softmax(w @ x, 0)
+    e = torch.zeros(5, dtype=torch.float64)
+    e[y] = 1
+    analytic = float(((p - e) ** 2).sum() * (x ** 2).sum())  # ||(p - e_y) x^T||_F^2
+    assert got == pytest.approx(analytic, rel=1e-12)
+    # central finite differences of the loss, element by element
+    h = 1e-6
+    fd = torch.zeros_like(w)
+    for i in range(5):
+        for j in range(3):
+            for sgn in (1, -1):
+                w2 = w.clone()
+                w2[i, j] += sgn * h
+                fd[i, j] += sgn * torch.nn.functional.cross_entropy((w2 @ x)[None], torch.tensor([y])) / (2 * h)
+    assert float((fd ** 2).sum()) == pytest.approx(analytic, rel=1e-6)
+
+
+@pytest.mark.parametrize("name, layer, group, official", [
+    ("model.layers.3.self_attn.q_proj.weight", 3, "attention", "attention"),
+    ("model.layers.3.self_attn.q_norm.weight", 3, "attention", "attention"),
+    ("model.layers.3.post_attention_layernorm.weight", 3, "norm", "attention"),
+    ("model.layers.3.input_layernorm.weight", 3, "norm", None),
+    ("model.layers.12.mlp.down_proj.weight", 12, "mlp", "mlp"),
+    ("encoder.layer.0.attention.self.query.weight", 0, "attention", "attention"),
+    ("encoder.layer.0.attention.output.LayerNorm.weight", 0, "norm", "attention"),
+    ("encoder.layer.5.intermediate.dense.weight", 5, "mlp", "mlp"),
+    ("encoder.layer.5.output.dense.weight", 5, "mlp", "mlp"),
+    ("model.embed_tokens.weight", None, "embedding", "embedding"),
+    ("model.norm.weight", None, "other", None),
+])
+def test_grouping(name, layer, group, official):
+    assert fisher.layer_index(name) == layer
+    assert fisher.corrected_group(name) == group
+    assert fisher.official_group(name) == official
+
+
+@pytest.mark.parametrize("ref", ["tiny:llama", "tiny:bert"])
+def test_fisher_on_tiny_models(ref):
+    lm = extract.get_model(ref, device="cpu")
+    texts = corpus.sample_sentences(3, seed=2)["text"].tolist()
+    res = {m: fisher.fisher_norms(lm, texts, mode=m, seed=0, progress=False) for m in fisher.MODES}
+    for mode, r in res.items():
+        by = r.by_layer()
+        assert len(by) == lm.record.n_layers and (by["fisher"] > 0).all()
+        assert by["share"].sum() <= 1 + 1e-9
+        share, lo, hi = r.early_share(n_boot=200)
+        assert 0 < share < 1 and lo <= share + 1e-12 and share <= hi + 1e-12
+        assert r.groups()["share"].sum() == pytest.approx(1.0)
+    assert res["corrected"].by_layer()["share"].sum() == pytest.approx(1.0)
+    # seeded: the same call gives the same numbers
+    again = fisher.fisher_norms(lm, texts, mode="corrected", seed=0, progress=False)
+    np.testing.assert_allclose(again.per_sentence_layers(), res["corrected"].per_sentence_layers())
+
+
+def test_corrected_decoder_matches_direct_gradient():
+    lm = extract.get_model("tiny:llama", device="cpu")
+    text = corpus.sample_sentences(1, seed=4)["text"].tolist()
+    res = fisher.fisher_norms(lm, text, mode="corrected", progress=False)
+    ids = torch.tensor([lm.tokenizer(text[0])["input_ids"]])
+    lm.model.zero_grad()
+    lm.model(input_ids=ids, labels=ids).loss.backward()
+    direct = sum(float(p.grad.double().pow(2).sum()) for p in lm.model.parameters() if p.grad is not None)
+    lm.model.zero_grad(set_to_none=True)
+    assert res.values["fisher"].sum() == pytest.approx(direct, rel=1e-9)
+
+
+def _save_encoder(folder, with_head: bool) -> None:
+    from transformers import AutoModel, AutoModelForMaskedLM
+
+    from sinkframes.models import tiny
+
+    torch.manual_seed(0)
+    factory = AutoModelForMaskedLM if with_head else AutoModel
+    factory.from_config(tiny.tiny_config("bert")).save_pretrained(folder)
+    tiny.tiny_tokenizer("bert").save_pretrained(folder)
+
+
+def test_encoder_fisher_uses_the_masked_lm_head_when_the_checkpoint_has_one(tmp_path):
+    from sinkframes import models
+
+    _save_encoder(tmp_path / "mlm", with_head=True)
+    _save_encoder(tmp_path / "bare", with_head=False)
+    with_head = models.load_masked_lm(str(tmp_path / "mlm"))
+    assert with_head is not None and type(with_head.model).__name__.endswith("ForMaskedLM")
+    assert models.load_masked_lm(str(tmp_path / "bare")) is None  # a head would be random: refuse it
+    assert models.load_masked_lm("tiny:llama") is None
+    texts = corpus.sample_sentences(2, seed=0)["text"].tolist()
+    assert fisher.cached_fisher(str(tmp_path / "mlm"), texts, progress=False).objective == "masked-token cross-entropy"
+    assert fisher.cached_fisher(str(tmp_path / "bare"), texts, progress=False).objective.startswith("masked-sentence embedding")

@@ -1,0 +1,87 @@
+"""Aggregation, tables and generated statements of the sink-geometry chapter, on hand-built summaries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sinkframes import paper
+from sinkframes.analyses import geometry_values as gv
+from sinkframes.metrics import values
+from sinkframes.types import MODES
+
+RECORD = {"ref": "toy", "n_layers": 3, "paper_frame": "centralized", "position_encoding": "RoPE, theta=10000",
+          "causal": True}
+
+
+def _summary(scale: float) -> dict[str, torch.Tensor]:
+    """One sample: 3 layers, 2 heads; geometry says 'small, aligned sink key'; entropy falls, magnitude rises."""
+    per_head = lambda v: torch.tensor(v, dtype=torch.float32).view(3, 1).repeat(1, 2)  # noqa: E731
+    s: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(5)}
+    s.update(key0_norm=per_head([1, 1, 1]), other_key_norm=per_head([2, 2, 2]), key_norm_ratio=per_head([0.5, 0.5, 2.0]))
+    for tag in ("pre", "post"):
+        s[f"cos_to_sink_{tag}"] = per_head([0.8, 0.8, 0.8])
+        s[f"cos_to_others_{tag}"] = per_head([0.1, 0.1, 0.1])
+    for k in ["sink_logit", "other_logit", "typical_logit", "log_key_norm_ratio", "sink_cos", "log_query_norm"]:
+        s[k] = per_head([1, 1, 1])
+    s["norm_part"], s["alignment_part"] = per_head([-1, -1, -1]), per_head([2, 2, 2])
+    for mode in MODES:
+        s[f"{mode}_entropy"] = torch.tensor([2.0, 1.5, 1.0])
+        s[f"{mode}_magnitude"] = torch.tensor([1.0, 2.0, 4.0]) * scale
+        s[f"{mode}_alignment"] = torch.tensor([0.2, 0.0, -0.3])
+        s[f"{mode}_entropy_magnitude"] = torch.tensor([0.1, 0.1, 0.1])
+        s[f"{mode}_relative_magnitude"] = torch.tensor([[0.5, float("nan")]] * 3) if mode == "corrected" else torch.tensor([0.5] * 3)
+        s[f"{mode}_directional_guidance"] = torch.tensor([0.9] * 3)
+        s[f"{mode}_reference_count"] = torch.tensor([1.0, 1.0, 2.0])
+    s["faithful_information_change"] = torch.tensor([0.3] * 3)
+    return s
+
+
+def test_layer_means_over_samples_and_heads_ignore_nan():
+    mg = gv.from_summaries(RECORD, [_summary(1.0), _summary(3.0)])
+    d = mg.layers
+    assert mg.n_sentences == 2 and len(d) == 3
+    assert d["faithful_magnitude"].tolist() == pytest.approx([2.0, 4.0, 8.0])
+    assert d["corrected_relative_magnitude"].tolist() == pytest.approx([0.5] * 3)  # the NaN head is left out
+    assert d["region"].tolist() == ["early", "middle", "late"]
+    assert mg.extra["per_head"]["key_norm_ratio"].tolist() == [[0.5, 0.5], [0.5, 0.5], [2.0, 2.0]]
+
+
+def test_tables_report_difference_and_ratio():
+    mg = gv.from_summaries(RECORD, [_summary(1.0)])
+    t = gv.faithful_vs_corrected([mg]).set_index("mode")
+    assert t.loc["faithful", "magnitude difference (paper's 'fold')"] == pytest.approx(3.0)
+    assert t.loc["corrected", "magnitude ratio"] == pytest.approx(4.0)
+    assert t.loc["faithful", "entropy depth trend (Spearman)"] == pytest.approx(-1.0)
+    refs = gv.reference_counts([mg]).iloc[0]
+    assert refs["official rule (faithful)"] == pytest.approx(4 / 3) and refs["paper"] == pytest.approx(1.0006)
+    g = gv.geometry_table([mg]).iloc[0]
+    assert g["layers with |k0| < mean |k_j|"] == "2 / 3"
+
+
+def test_statements_follow_the_numbers():
+    mg = gv.from_summaries(RECORD, [_summary(1.0)])
+    text = gv.claims_markdown([mg])
+    assert "shorter than the mean other key in 2 of 3 layers" in text and "-> supported" in text
+    assert "entropy 2.00 -> 1.00 (falls)" in text and "ratio x4.00; rises" in text and "ends negative" in text
+    assert "against the paper's 1.0006 for centralized frames" in text
+
+
+def test_paper_folds_are_differences_not_ratios():
+    f = paper.magnitude_folds()
+    assert np.allclose(f["difference last - first"], f["paper's 'fold'"], atol=0.01)
+    assert (f["ratio last / first"] < f["paper's 'fold'"]).all()
+    assert paper.reference_count_by_frame() == {"centralized": 1.0006, "distributed": 1.23, "bidirectional": 1.58}
+
+
+def test_capture_summaries_are_cached(texts):
+    from sinkframes import extraction as extract
+
+    before = extract.STATS["forward_passes"]
+    rec, sums, hit = gv.capture.summarize_captures("tiny:llama", texts[:2], gv.GeometryValuesReducer(), progress=False)
+    assert not hit and len(sums) == 2 and rec["ref"] == "tiny:llama"
+    mid = extract.STATS["forward_passes"]
+    _, again, hit2 = gv.capture.summarize_captures("tiny:llama", texts[:2], gv.GeometryValuesReducer(), progress=False)
+    assert hit2 and extract.STATS["forward_passes"] == mid > before
+    torch.testing.assert_close(again[0]["corrected_entropy"], sums[0]["corrected_entropy"])

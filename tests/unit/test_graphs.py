@@ -1,0 +1,215 @@
+"""Threshold graphs and Laplacian spectra: known answers, a per-graph reference, faithful vs corrected."""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+
+from sinkframes.metrics import graphs as g
+
+from tests.attention_cases import causal_first_sink, causal_uniform, previous_token, stack
+
+N = 8
+
+
+def metrics(mats, causal=True, thresholds=(0.05,), variants=("corrected", "laplacian", "fiedler")):
+    att, sizes = g.pad_square(list(mats))
+    out = g.threshold_graph_metrics(att, sizes, causal, thresholds, variants)
+    return {k: v.numpy() for k, v in out.items()}  # each [threshold, graph]
+
+
+def clique_pair(n: int) -> torch.Tensor:
+    a = torch.zeros(n, n)
+    h = n // 2
+    a[:h, :h] = 1.0 / h
+    a[h:, h:] = 1.0 / (n - h)
+    return a
+
+
+def test_sink_star():
+    """All queries on key 0: a star centred on the sink (lambda2 = 1, centralization = 1)."""
+    m = metrics([causal_first_sink(N)])
+    assert m["corrected/lambda2"][0, 0] == pytest.approx(1.0, abs=1e-5)
+    assert m["corrected/centralization"][0, 0] == pytest.approx(1.0)
+    assert m["corrected/star_basic"][0, 0] == pytest.approx(1.0)
+    # Gini of in-degrees (n-1, 0, ..., 0) over n nodes = (n - 1) / n
+    assert m["corrected/gini"][0, 0] == pytest.approx((N - 1) / N)
+    # the official mean-symmetrization gives one-way edges weight 0.5, halving lambda2
+    assert m["laplacian/fiedler"][0, 0] == pytest.approx(0.5, abs=1e-5)
+    # the official self-loop of the sink's own row lifts its in-degree to n: basic star-likeness n/(n-1) > 1
+    assert m["fiedler/star_likeness"][0, 0] == pytest.approx(N / (N - 1))
+
+
+def test_path():
+    """Previous-token attention is a path: lambda2 = 2 (1 - cos(pi / n))."""
+    m = metrics([previous_token(N)])
+    assert m["corrected/lambda2"][0, 0] == pytest.approx(2 * (1 - math.cos(math.pi / N)), abs=1e-5)
+
+
+def test_complete_and_two_cliques():
+    full = torch.full((N, N), 1.0 / N)
+    m = metrics([full, clique_pair(N)], causal=False, thresholds=(0.01,))
+    assert m["corrected/lambda2"][0, 0] == pytest.approx(N, abs=1e-4)
+    assert m["corrected/lambda2_norm"][0, 0] == pytest.approx(1.0, abs=1e-5)
+    assert m["corrected/density_allowed"][0, 0] == pytest.approx(1.0)
+    assert m["corrected/centralization"][0, 0] == pytest.approx(0.0)
+    assert m["corrected/lambda2"][0, 1] == pytest.approx(0.0, abs=1e-5)  # two components
+
+
+@pytest.mark.parametrize("t", [0.05, 0.15, 0.3])
+def test_uniform_causal(t):
+    """Row i gives 1/(i+1) to each visible key: rows with 1/(i+1) > t form a clique, the rest are isolated."""
+    m = metrics([causal_uniform(N)], thresholds=(t,))
+    clique = sum(1 for i in range(N) if 1 / (i + 1) > t)
+    expected = float(N) if clique == N else 0.0
+    assert m["corrected/lambda2"][0, 0] == pytest.approx(expected, abs=1e-4)
+    # every causal pair passes at most one way: the official (B + B^T) / 2 halves the weights
+    assert m["laplacian/fiedler"][0, 0] == pytest.approx(expected / 2, abs=1e-4)
+    assert m["corrected/density_allowed"][0, 0] == pytest.approx(clique * (clique - 1) / 2 / (N * (N - 1) / 2))
+
+
+def test_uniform_bidirectional():
+    full = torch.full((N, N), 1.0 / N)
+    below = metrics([full], causal=False, thresholds=(0.5 / N,))
+    above = metrics([full], causal=False, thresholds=(1.0 / N,))  # strict: 1/n is not > 1/n
+    assert below["corrected/lambda2"][0, 0] == pytest.approx(N, abs=1e-4)
+    assert below["laplacian/fiedler"][0, 0] == pytest.approx(N, abs=1e-4)  # symmetric B: no halving
+    assert above["corrected/edges"][0, 0] == 0
+    assert above["laplacian/error"][0, 0] == 1 and above["laplacian/fiedler"][0, 0] == 0
+    assert above["fiedler/fiedler"][0, 0] == 0 and np.isnan(above["fiedler/centralization"][0, 0])
+
+
+def test_padding_does_not_change_results():
+    rng = torch.Generator().manual_seed(0)
+    mats = [torch.softmax(torch.randn(n, n, generator=rng) * 3, -1) for n in (5, 9, 13)]
+    together = metrics(mats, thresholds=g.PAPER_THRESHOLDS)
+    for i, m in enumerate(mats):
+        alone = metrics([m], thresholds=g.PAPER_THRESHOLDS)
+        for k in together:
+            np.testing.assert_allclose(together[k][:, i], alone[k][:, 0], atol=1e-4, err_msg=k)
+
+
+# ----------------------------------------------------------------------------- a per-graph reference
+
+
+def _gini(d):
+    d = np.sort(np.asarray(d, float))
+    n = len(d)
+    return 0.0 if d.sum() == 0 else 2 * np.sum(np.arange(1, n + 1) * d) / (n * d.sum()) - (n + 1) / n
+
+
+def reference_one(a: np.ndarray, t: float, variant: str) -> dict[str, float]:
+    """A straightforward networkx computation of one graph, written from the definitions."""
+    n = a.shape[0]
+    B = (a > t).astype(float)
+    if variant == "corrected":
+        np.fill_diagonal(B, 0)
+        G = nx.DiGraph()
+        G.add_nodes_from(range(n))
+        G.add_edges_from(zip(*np.nonzero(B)))
+        d = np.array([G.in_degree(v) for v in range(n)], float)
+        U = nx.Graph()
+        U.add_nodes_from(range(n))
+        U.add_edges_from(G.edges())
+        lam = np.sort(nx.laplacian_spectrum(U))
+        dmax = d.max()
+        return {"lambda2": lam[1], "star_basic": dmax / (n - 1), "gini": _gini(d),
+                "centralization": (dmax - d).sum() / (n - 1) ** 2 if dmax > 0 else 0.0, "degree_variance": d.var()}
+    if B.sum() < 2:
+        return {"fiedler": 0.0}
+    G = nx.DiGraph()
+    if variant == "laplacian" and n <= g.LAPLACIAN_DENSE_MAX_TOKENS:
+        G.add_nodes_from(range(n))
+    G.add_edges_from(zip(*np.nonzero(B)))  # self-loops included
+    d = np.array([G.in_degree(v) for v in G.nodes], float)
+    N_ = len(d)
+    dmax = d.max()
+    basic = dmax / max(1, N_ - 1)
+    S = (B + B.T) / 2
+    lam = np.sort(np.linalg.eigvalsh(np.diag(S.sum(1)) - S))
+    out = {"fiedler": lam[1], "centralization": (dmax - d).sum() / (N_ - 1) ** 2 if dmax > 0 else 0.0,
+           "degree_variance": d.var()}
+    if variant == "laplacian":
+        out.update({"star_likeness": 0.3 * basic + 0.7 * _gini(d), "basic_star_likeness": basic, "gini": _gini(d)})
+    else:
+        out["star_likeness"] = basic
+    return out
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_batched_equals_per_graph_reference(causal):
+    rng = np.random.default_rng(1)
+    mats = []
+    for n in (3, 6, 11, 17, 54, 60):  # beyond 50 tokens laplacian.ipynb drops isolated nodes
+        z = rng.normal(size=(n, n)) * rng.uniform(0.5, 4)
+        z[:, 0] += rng.uniform(0, 4)  # a sink of random strength
+        if causal:
+            z = np.where(np.tril(np.ones((n, n))) > 0, z, -np.inf)
+        a = np.exp(z - z.max(1, keepdims=True))
+        mats.append(torch.tensor(a / a.sum(1, keepdims=True), dtype=torch.float32))
+    got = metrics(mats, causal=causal, thresholds=g.ALL_THRESHOLDS)
+    for ti, t in enumerate(g.ALL_THRESHOLDS):
+        for i, m in enumerate(mats):
+            for variant in ("corrected", "laplacian", "fiedler"):
+                ref = reference_one(m.double().numpy(), t, variant)
+                for k, v in ref.items():
+                    assert got[f"{variant}/{k}"][ti, i] == pytest.approx(v, abs=2e-4), (variant, k, t, m.shape)
+
+
+# ----------------------------------------------------------------------------- faithful vs corrected
+
+
+def test_threshold_lists_differ_only_by_the_typo():
+    assert set(g.PAPER_THRESHOLDS) ^ set(g.FIEDLER_NOTEBOOK_THRESHOLDS) == {0.05, 0.5}
+    assert g.FIEDLER_NOTEBOOK_THRESHOLDS.index(0.5) == g.PAPER_THRESHOLDS.index(0.05)
+
+
+def test_variants_differ_where_the_spec_says():
+    """Self-loops, the node set and the symmetrization are the only differences."""
+    a = causal_first_sink(N)
+    m = metrics([a], thresholds=(0.05,))
+    # composite (laplacian) vs basic (fiedler) star-likeness on the same graph
+    assert m["laplacian/star_likeness"][0, 0] == pytest.approx(0.3 * m["laplacian/basic_star_likeness"][0, 0]
+                                                               + 0.7 * m["laplacian/gini"][0, 0])
+    assert m["laplacian/basic_star_likeness"][0, 0] == pytest.approx(m["fiedler/star_likeness"][0, 0])
+    # an isolated node changes the fiedler.ipynb node set but not laplacian.ipynb's (n <= 50)
+    b = torch.zeros(N, N)
+    b[:, 0] = 1.0
+    b[N - 1] = 0.0
+    b[N - 1, N - 1] = 0.04  # below the threshold: node N-1 has no edge at all
+    m = metrics([b], thresholds=(0.05,))
+    # in-degrees with self-loops: key 0 gets rows 0..N-2, every other key 0
+    assert m["laplacian/centralization"][0, 0] == pytest.approx(1.0)  # over all N nodes
+    assert m["fiedler/centralization"][0, 0] == pytest.approx((N - 1) / (N - 2))  # node N-1 dropped
+    assert m["laplacian/degree_variance"][0, 0] == pytest.approx(np.var(np.r_[N - 1, np.zeros(N - 1)]))
+    assert m["fiedler/degree_variance"][0, 0] == pytest.approx(np.var(np.r_[N - 1, np.zeros(N - 2)]))
+    # corrected: no self-loop, all nodes: key 0 has in-degree N-2 among N nodes
+    assert m["corrected/star_basic"][0, 0] == pytest.approx((N - 2) / (N - 1))
+
+
+def test_reducer_shapes_and_per_head():
+    rng = torch.Generator().manual_seed(2)
+    att = torch.softmax(torch.randn(3, 2, 7, 7, generator=rng), -1)  # [layer, head, query, key]
+    out = g.SpectralReducer()(att, causal=False)
+    T = len(g.ALL_THRESHOLDS)
+    assert out["corrected/lambda2"].shape == (T, 3)
+    assert out["head/star_basic"].shape == (3, 2)
+    assert int(out["n_tokens"]) == 7
+    # the per-head value of a head equals the head-averaged computation when both heads are equal
+    same = stack(att[0, 0], layers=3, heads=2)
+    o2 = g.SpectralReducer()(same, causal=False)
+    ti = g.ALL_THRESHOLDS.index(0.05)
+    assert torch.allclose(o2["head/star_basic"][:, 0], o2["corrected/star_basic"][ti])
+
+
+def test_bad_input_is_rejected():
+    with pytest.raises(ValueError, match="graph, N, N"):
+        g.threshold_graph_metrics(torch.zeros(3, 4), torch.tensor([4]), True)
+    with pytest.raises(ValueError, match="unknown variants"):
+        g.threshold_graph_metrics(torch.zeros(1, 4, 4), torch.tensor([4]), True, variants=("nope",))
+    with pytest.raises(ValueError, match="layer, head"):
+        g.SpectralReducer()(torch.zeros(4, 4), causal=True)

@@ -1,0 +1,157 @@
+"""Known-answer tests of sink sets, KL change on sink removal and sink mass."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import entropy
+
+from sinkframes.analyses import information as ainf
+from sinkframes.metrics import information as inf
+from sinkframes.types import MODES
+from tests.attention_cases import causal_first_sink, causal_uniform, stack
+
+
+def test_kl_rows_matches_known_values_and_scipy():
+    p = torch.tensor([0.5, 0.5])
+    q = torch.tensor([0.25, 0.75])
+    expected = 0.5 * math.log(0.5 / 0.25) + 0.5 * math.log(0.5 / 0.75)
+    assert inf.kl_rows(p, q).item() == pytest.approx(expected)
+    rng = np.random.default_rng(0)
+    a, b = rng.random(7), rng.random(7)
+    assert inf.kl_rows(torch.tensor(a), torch.tensor(b)).item() == pytest.approx(entropy(a, b))
+    assert inf.kl_rows(p, p).item() == 0.0
+    assert math.isinf(inf.kl_rows(torch.tensor([0.5, 0.5]), torch.tensor([1.0, 0.0])).item())
+    # 0 log 0 = 0: support of p inside support of q
+    assert inf.kl_rows(torch.tensor([1.0, 0.0]), torch.tensor([0.5, 0.5])).item() == pytest.approx(math.log(2))
+
+
+def test_official_layers_match_spec():
+    assert inf.official_layers(6) == [0, 1, 2, 3, 4, 5]
+    assert inf.official_layers(12) == [0, 1, 3, 5, 7, 9, 11]
+    assert inf.official_layers(28)[:4] == [0, 1, 3, 5] and inf.official_layers(28)[-2:] == [25, 27]
+    assert inf.faithful_rows(30).tolist() == np.floor(np.linspace(0, 29, 20)).astype(int).tolist()
+    assert inf.faithful_rows(7).tolist() == list(range(7))
+
+
+def test_percentile_sinks_on_first_sink():
+    a = stack(causal_first_sink(10))  # all mass on key 0
+    for q in inf.SINK_QUANTILES:
+        s = inf.percentile_sinks(a, q)
+        # incoming mass: key 0 gets everything, the rest 0 -> quantile is 0 for q < 0.9 and
+        # every key ties at the threshold; at 0.95 only key 0 is at or above it
+        assert s[:, 0].all()
+    assert inf.percentile_sinks(a, 0.95).sum(-1).tolist() == [1, 1]
+    assert inf.percentile_sinks(a, 0.8).sum(-1).tolist() == [10, 10]  # ties at zero: the official rule keeps all
+
+
+def test_threshold_sinks_paper_rule():
+    assert inf.threshold_sinks(stack(causal_first_sink(8)), causal=True)[0].tolist() == [True] + [False] * 7
+    assert not inf.threshold_sinks(stack(causal_uniform(40)), causal=True).any()
+
+
+def test_remove_columns_renormalizes_and_handles_empty_rows():
+    a = stack(causal_uniform(4), layers=1, heads=1).double()
+    cols = torch.tensor([[True, False, False, False]])
+    m = inf.remove_columns(a, cols, "nan")[0, 0]
+    assert torch.isnan(m[0]).all()  # query 0 saw only key 0
+    torch.testing.assert_close(m[3], torch.tensor([0, 1 / 3, 1 / 3, 1 / 3], dtype=torch.float64))
+    torch.testing.assert_close(m[1], torch.tensor([0, 1.0, 0, 0], dtype=torch.float64))
+    u = inf.remove_columns(a, cols, "uniform")[0, 0]
+    torch.testing.assert_close(u[0], torch.tensor([0, 1 / 3, 1 / 3, 1 / 3], dtype=torch.float64))  # official: future included
+
+
+def test_kl_change_two_heads_known_answer():
+    # head 0 puts 0.5 on the sink and 0.5 on key 1; head 1 puts 0.5 on the sink and 0.5 on key 2.
+    # Before: P0=(.5,.5,0), P1=(.5,0,.5), mean=(.5,.25,.25): KL = .5 ln 2 for both heads.
+    # After removing key 0: (0,1,0) and (0,0,1), mean (0,.5,.5): KL = ln 2.  Reduction = -0.5 ln 2.
+    n = 3
+    a = torch.zeros(1, 2, n, n)
+    a[0, 0, :, :] = torch.tensor([0.5, 0.5, 0.0])
+    a[0, 1, :, :] = torch.tensor([0.5, 0.0, 0.5])
+    cols = torch.tensor([[True, False, False]])
+    for mode in MODES:
+        ch = inf.kl_change(a, cols, mode)
+        assert ch["before"].item() == pytest.approx(0.5 * math.log(2))
+        assert ch["after"].item() == pytest.approx(math.log(2))
+        assert ch["reduction"].item() == pytest.approx(-0.5 * math.log(2))
+
+
+def test_kl_change_identical_heads_is_zero_and_no_sink_is_nan():
+    a = stack(causal_uniform(6))
+    cols = inf.percentile_sinks(a, 0.95)
+    for mode in MODES:
+        ch = inf.kl_change(a, cols, mode)
+        assert torch.allclose(ch["reduction"], torch.zeros(2, dtype=torch.float64), atol=1e-12)
+    none = torch.zeros(2, 6, dtype=torch.bool)
+    assert torch.isnan(inf.kl_change(a, none, "corrected")["reduction"]).all()
+
+
+def test_faithful_uses_twenty_rows():
+    # heads differ only on query rows outside the official 20-row subset -> faithful sees 0
+    n = 40
+    rows = set(inf.faithful_rows(n).tolist())
+    other = next(i for i in range(5, n) if i not in rows)
+    a = stack(causal_uniform(n), layers=1, heads=2).clone()
+    a[0, 1, other] = 0
+    a[0, 1, other, 1] = 1.0
+    cols = torch.zeros(1, n, dtype=torch.bool)
+    cols[0, 0] = True
+    assert inf.kl_change(a, cols, "faithful")["before"].item() == pytest.approx(0.0, abs=1e-12)
+    assert inf.kl_change(a, cols, "corrected")["before"].item() > 0
+
+
+def test_sink_mass_share_heads_subset():
+    a = torch.zeros(1, 6, 5, 5)
+    a[0, :4, :, 0] = 1.0  # heads 0-3: all on key 0
+    a[0, 4:, :, 4] = 1.0  # heads 4-5: all on key 4
+    cols = torch.tensor([[True, False, False, False, False]])
+    assert inf.sink_mass_share(a, cols, heads=4).item() == pytest.approx(1.0)
+    assert inf.sink_mass_share(a, cols).item() == pytest.approx(4 / 6)
+
+
+def test_reducer_and_tables():
+    rng = torch.Generator().manual_seed(0)
+    summaries = []
+    red = inf.InformationReducer()
+    for n in (8, 12, 25, 9):
+        logits = torch.randn(3, 4, n, n, generator=rng)
+        logits[..., 0] += 3.0
+        mask = torch.tril(torch.ones(n, n, dtype=torch.bool))
+        a = torch.softmax(logits.masked_fill(~mask, float("-inf")), -1)
+        summaries.append(red(a, True))
+    assert summaries[0]["p90/faithful/reduction"].shape == (3,)
+    f = ainf.layer_table(summaries, "faithful", "p90")
+    c = ainf.layer_table(summaries, "corrected", "p90", n_perm=200)
+    assert list(f["layer"]) == [0, 1, 2] and (f["p_value"] == 1.0).all() and (f["combined_p"] == 1.0).all()
+    assert (c["ci_low"] <= c["kl_reduction"] + 1e-12).all() and (c["kl_reduction"] <= c["ci_high"] + 1e-12).all()
+    assert ((c["p_holm"] >= c["p_value"]) & (c["p_holm"] <= 1)).all()
+    assert ((c["sink_mass"] > 0) & (c["sink_mass"] <= 1)).all()
+    r = ainf.region_table(summaries, "p90")
+    assert list(r["region"]) == ["early", "middle", "late"]
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="layer, head, query, key"):
+        inf.percentile_sinks(torch.zeros(3, 3), 0.9)
+    with pytest.raises(ValueError, match="mode"):
+        inf.kl_change(stack(causal_uniform(4)), torch.zeros(2, 4, dtype=torch.bool), "official")
+
+
+def test_reducer_agrees_with_public_functions():
+    g = torch.Generator().manual_seed(1)
+    n, layers = 24, 8
+    mask = torch.tril(torch.ones(n, n, dtype=torch.bool))
+    a = torch.softmax(torch.randn(layers, 3, n, n, generator=g).masked_fill(~mask, float("-inf")), -1)
+    out = inf.InformationReducer()(a, True)
+    cols = inf.percentile_sinks(a, 0.9)
+    off = inf.official_layers(layers)
+    f = inf.kl_change(a, cols, "faithful")["reduction"]
+    c = inf.kl_change(a, cols, "corrected")["reduction"]
+    torch.testing.assert_close(out["p90/faithful/reduction"][off], f[off].float())
+    assert torch.isnan(out["p90/faithful/reduction"][[i for i in range(layers) if i not in off]]).all()
+    torch.testing.assert_close(out["p90/corrected/reduction"], c.float(), atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(out["p90/mass_first4"], inf.sink_mass_share(a, cols, 4).float())
