@@ -1,94 +1,11 @@
-"""Text a page shows beside its numbers: provenance and plain statements drawn from the data."""
+"""Chapter 5 text: plain verdicts on the paper's KL, concentration, Fisher and output claims."""
 
 from __future__ import annotations
 
-import platform
 from typing import TYPE_CHECKING
 
-import torch
-import transformers
-
-from .._version import __version__
-
 if TYPE_CHECKING:
-    from ..analyses.frames import ModelFrames
-
-
-def provenance(profile: str, models: list[str], n_sentences: int, dataset: str, seed: int) -> str:
-    """Markdown naming the profile, models, sentence count and versions that produced a page."""
-    return (
-        f"**Produced by** sinkframes {__version__} with the `{profile}` profile: models "
-        f"{', '.join(f'`{m}`' for m in models)}; {n_sentences} sentences from the `{dataset}` set "
-        f"(seed {seed}); torch {torch.__version__}, transformers {transformers.__version__}, "
-        f"Python {platform.python_version()}."
-    )
-
-
-def model_notes(frames: list["ModelFrames"]) -> str:
-    """One line per model: what was loaded, with its quantization and BOS convention."""
-    lines = []
-    for f in frames:
-        r = f.record
-        bos = f"adds a start token (`{r['position0_token']}` at position 0)" if r["adds_bos"] else "adds no start token (position 0 is the first word)"
-        lines.append(
-            f"- `{r['ref']}`: {r['architecture']} ({r['family']} family), {r['n_layers']} layers, {r['n_heads']} query heads / "
-            f"{r['n_kv_heads']} KV head{'s' if r['n_kv_heads'] != 1 else ''}, {r['position_encoding']}; weights: {r['quantization']}; tokenizer {bos}."
-        )
-    return "\n".join(lines)
-
-
-def frame_verdicts(frames: list["ModelFrames"]) -> str:
-    """Plain statements: the frame each model's evidence points to, against the paper's family label."""
-    lines = []
-    for f in frames:
-        paper = f.record["paper_frame"]
-        if paper == "not assigned":
-            verdict = "the paper assigns no frame type to this family"
-        elif paper == f.frame:
-            verdict = f"agrees with the paper's **{paper}** label for the {f.record['family']} family"
-        else:
-            verdict = f"**differs** from the paper's **{paper}** label for the {f.record['family']} family"
-        lines.append(f"- `{f.ref}` looks **{f.frame}** ({f.reason}); this {verdict}.")
-    return "\n".join(lines)
-
-
-def depth_notes(frames: list["ModelFrames"]) -> str:
-    """Where each model's first-token sink is weakest and strongest, and how many layers it dominates."""
-    lines = []
-    for f in frames:
-        d = f.layers
-        lo = d.loc[d["first_token_share"].idxmin()]
-        hi = d.loc[d["first_token_share"].idxmax()]
-        dom = int((d["first_token_concentration"] >= 0.5).sum())
-        weak = d.loc[d["first_token_concentration"] < 0.5, "layer"].astype(int).tolist()
-        lines.append(
-            f"- `{f.ref}`: share on position 0 from {lo.first_token_share:.2f} (layer {int(lo.layer)}) to "
-            f"{hi.first_token_share:.2f} (layer {int(hi.layer)}); position 0 is the strongest key of most queries in "
-            f"{dom} of {len(d)} layers" + (f" (not in layers {weak})." if weak else ".")
-        )
-    return "\n".join(lines)
-
-
-def bos_comparison_notes(default: list["ModelFrames"], forced: list["ModelFrames"]) -> str:
-    """How the sink evidence of each model moves when a BOS token is forced at position 0."""
-    by_ref = {f.ref: f for f in default}
-    lines = []
-    for f in forced:
-        d = by_ref.get(f.ref)
-        if d is None:
-            continue
-        lines.append(
-            f"- `{f.ref}` with `{f.extra.get('position0_tokens', ['?'])[0]}` forced at position 0: queries peaking on "
-            f"position 0 {d.evidence['first_token_concentration']:.2f} -> {f.evidence['first_token_concentration']:.2f}, "
-            f"share on position 0 {d.evidence['first_token_share']:.2f} -> {f.evidence['first_token_share']:.2f}, "
-            f"reference tokens per head {d.evidence['reference_count']:.2f} -> {f.evidence['reference_count']:.2f}; "
-            f"frame {d.frame} -> {f.frame}."
-        )
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------------------------
-# Information geometry: plain verdicts on the paper's KL, concentration, Fisher and output claims
+    import pandas as pd
 
 
 def _kl_shape_verdict(shape: str, regions: "pd.DataFrame", layers: "pd.DataFrame") -> tuple[str, str]:

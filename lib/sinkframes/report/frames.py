@@ -1,0 +1,58 @@
+"""Chapter 1 text: the frame each model's evidence points to, depth notes, the forced-BOS comparison."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..analyses.frames import ModelFrames
+
+
+def frame_verdicts(frames: list["ModelFrames"]) -> str:
+    """Plain statements: the frame each model's evidence points to, against the paper's family label."""
+    lines = []
+    for f in frames:
+        paper = f.record["paper_frame"]
+        if paper == "not assigned":
+            verdict = "the paper assigns no frame type to this family"
+        elif paper == f.frame:
+            verdict = f"agrees with the paper's **{paper}** label for the {f.record['family']} family"
+        else:
+            verdict = f"**differs** from the paper's **{paper}** label for the {f.record['family']} family"
+        lines.append(f"- `{f.ref}` looks **{f.frame}** ({f.reason}); this {verdict}.")
+    return "\n".join(lines)
+
+
+def depth_notes(frames: list["ModelFrames"]) -> str:
+    """Where each model's first-token sink is weakest and strongest, and how many layers it dominates."""
+    lines = []
+    for f in frames:
+        d = f.layers
+        lo = d.loc[d["first_token_share"].idxmin()]
+        hi = d.loc[d["first_token_share"].idxmax()]
+        dom = int((d["first_token_concentration"] >= 0.5).sum())
+        weak = d.loc[d["first_token_concentration"] < 0.5, "layer"].astype(int).tolist()
+        lines.append(
+            f"- `{f.ref}`: share on position 0 from {lo.first_token_share:.2f} (layer {int(lo.layer)}) to "
+            f"{hi.first_token_share:.2f} (layer {int(hi.layer)}); position 0 is the strongest key of most queries in "
+            f"{dom} of {len(d)} layers" + (f" (not in layers {weak})." if weak else ".")
+        )
+    return "\n".join(lines)
+
+
+def bos_comparison_notes(default: list["ModelFrames"], forced: list["ModelFrames"]) -> str:
+    """How the sink evidence of each model moves when a BOS token is forced at position 0."""
+    by_ref = {f.ref: f for f in default}
+    lines = []
+    for f in forced:
+        d = by_ref.get(f.ref)
+        if d is None:
+            continue
+        lines.append(
+            f"- `{f.ref}` with `{f.extra.get('position0_tokens', ['?'])[0]}` forced at position 0: queries peaking on "
+            f"position 0 {d.evidence['first_token_concentration']:.2f} -> {f.evidence['first_token_concentration']:.2f}, "
+            f"share on position 0 {d.evidence['first_token_share']:.2f} -> {f.evidence['first_token_share']:.2f}, "
+            f"reference tokens per head {d.evidence['reference_count']:.2f} -> {f.evidence['reference_count']:.2f}; "
+            f"frame {d.frame} -> {f.frame}."
+        )
+    return "\n".join(lines)
