@@ -1,6 +1,7 @@
 # Two commands, each doing its own set-up on a fresh machine (Python 3.11, no GPU, no hub access):
 #   make book   run every page with the offline profile and build _build/html
-#   make test   run the whole test suite
+#   make test   lint (ruff, mypy), then the whole test suite
+# and helpers: make lint, make test-fast (no real model, no notebook run), make bench
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -11,7 +12,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book test html bench clean-cache
+.PHONY: book test test-fast lint html bench clean-cache
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,8 +30,15 @@ book: $(STAMP)
 html: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check lib tests bench
+	$(VENV)/bin/mypy
+
+test: lint
 	$(PY) -m pytest -q
+
+test-fast: lint
+	$(PY) -m pytest -q -m "not slow" tests/unit tests/models
 
 bench: $(STAMP)
 	for f in bench/bench_*.py; do $(PY) $$f || exit 1; done

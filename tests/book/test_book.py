@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import re
 import shutil
@@ -13,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sinkframes.book import batch, manifest
+from sinkframes.book import batch, compare, manifest, pages
 
 from tests.conftest import ROOT
 
@@ -66,9 +67,47 @@ def test_executed_pages_are_committed_and_clean(page):
     streams = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("name") == "stderr"]
     assert not streams
     assert nb.metadata["papermill"]["parameters"]["profile"] == "offline"
-    text = json.dumps(nb.dict())
-    assert "sinkframes" in text and "offline" in text  # provenance line
+    assert pages.provenance_problems(nb) == []
     assert path.stat().st_size < 5_000_000
+
+
+def _first_page() -> nbformat.NotebookNode:
+    return nbformat.read(ROOT / M.pages[0].output, as_version=4)
+
+
+def test_provenance_check_fails_on_a_page_without_or_with_a_wrong_provenance_line():
+    nb = _first_page()
+    assert pages.provenance_problems(nb) == []
+    wrong_models = copy.deepcopy(nb)
+    wrong_models.metadata["papermill"]["parameters"]["models"] = ["minilm"]
+    assert any("models" in p for p in pages.provenance_problems(wrong_models))
+    wrong_profile = copy.deepcopy(nb)
+    wrong_profile.metadata["papermill"]["parameters"]["profile"] = "paper"
+    assert any("profile" in p for p in pages.provenance_problems(wrong_profile))
+    stripped = copy.deepcopy(nb)
+    for cell in stripped.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if "Produced by" not in json.dumps(o)]
+    assert pages.provenance_problems(stripped) == ["no provenance line ('**Produced by** sinkframes ...') among the page's outputs"]
+
+
+def test_page_comparison_sees_a_changed_number_and_ignores_figures(tmp_path):
+    nb = _first_page()
+    nbformat.write(nb, tmp_path / "a.ipynb")
+    assert compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "a.ipynb") == []
+    changed = copy.deepcopy(nb)
+    cell, out = next((c, o) for c in changed.cells if c.cell_type == "code" for o in c.outputs
+                     if "text/plain" in o.get("data", {}) and "Produced by" not in json.dumps(o))
+    out["data"]["text/plain"] = out["data"]["text/plain"] + " 0.001"
+    nbformat.write(changed, tmp_path / "b.ipynb")
+    problems = compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "b.ipynb")
+    assert len(problems) == 1 and "+" in problems[0] and "0.001" in problems[0]
+    no_images = copy.deepcopy(nb)
+    for c in no_images.cells:
+        for o in c.get("outputs", []):
+            o.get("data", {}).pop("image/png", None)
+    nbformat.write(no_images, tmp_path / "c.ipynb")
+    assert compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "c.ipynb") == []
 
 
 @pytest.mark.slow

@@ -43,3 +43,43 @@ def test_meta_without_payload_is_a_miss(tmp_path):
     next(c.dir.glob("*.pt")).unlink()
     assert not c.contains({"k": 1})
     assert c.get_or_compute({"k": 1}, lambda: [2]) == ([2], False)
+
+
+# ---------------------------------------------------------------------------------------------
+# cache_key: every input that changes a result
+
+
+def _key(**opts):
+    from sinkframes.cache import cache_key
+    from sinkframes.types import RunOptions
+
+    return digest_of(cache_key({"kind": "summary"}, "org/model", ["a text"], RunOptions.build(**opts)))
+
+
+def test_two_revisions_of_one_model_get_different_keys():
+    assert _key(revision="step1000") != _key(revision="step2000")
+    assert _key(revision="step1000") == _key(revision="step1000")
+
+
+@pytest.mark.parametrize("change", [{"dtype": "float16"}, {"quantization": "4bit"}, {"max_length": 128},
+                                    {"bos_policy": "force"}, {"truncation": True}])
+def test_every_result_option_is_in_the_key(change):
+    assert _key(**change) != _key()
+
+
+def test_options_that_do_not_change_results_share_the_key():
+    assert _key(batch_size=1, progress=False) == _key(batch_size=64)
+
+
+@pytest.mark.parametrize("package", ["torch", "transformers", "sinkframes"])
+def test_a_software_version_change_gives_a_new_key(monkeypatch, package):
+    from sinkframes import cache
+
+    before = _key()
+    real = cache.software_versions()
+    monkeypatch.setattr(cache, "software_versions", lambda: {**real, package: real[package] + ".post99"})
+    assert _key() != before
+
+
+def test_the_device_type_is_in_the_key():
+    assert _key(device="cpu") != _key(device="meta")

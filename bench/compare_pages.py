@@ -1,0 +1,41 @@
+"""Compare the text outputs of executed pages with another copy of them.
+
+    python bench/compare_pages.py OLD_DIR NEW_DIR [--with-provenance]
+
+OLD_DIR and NEW_DIR hold executed copies with the same file names (for example the committed
+``book/`` exported with ``git show`` and a fresh ``sinkframes build --out``). Prints one line per
+page, then the differences; exits 1 if any page differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sinkframes.book.compare import compare_notebooks
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("old", type=Path)
+    ap.add_argument("new", type=Path)
+    ap.add_argument("--with-provenance", action="store_true", help="also compare the provenance line (versions)")
+    args = ap.parse_args(argv)
+    status = 0
+    for old in sorted(args.old.glob("*.ipynb")):
+        new = args.new / old.name
+        if not new.exists():
+            print(f"{old.name}: missing in {args.new}")
+            status = 1
+            continue
+        problems = compare_notebooks(old, new, skip_provenance=not args.with_provenance)
+        print(f"{old.name}: {'same text outputs' if not problems else f'{len(problems)} difference(s)'}")
+        for p in problems:
+            print("    " + p.replace("\n", "\n    "))
+        status |= bool(problems)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

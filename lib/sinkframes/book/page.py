@@ -1,0 +1,62 @@
+"""``page.setup(...)``: the one set-up call every template makes after its ``parameters`` cell.
+
+It draws the page's sentences, gathers the run options into one ``RunOptions``, and shows the
+provenance line (models, sentences, profile, versions) so every page states what produced it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .. import corpus
+from ..report.provenance import provenance
+from ..types import RunOptions
+
+
+@dataclass
+class PageSetup:
+    """What a page runs on: its profile, models, sentences and run options."""
+
+    profile: str
+    models: list[str]
+    sentences: pd.DataFrame
+    dataset: str
+    seed: int
+    opts: RunOptions
+
+    @property
+    def texts(self) -> list[str]:
+        return self.sentences["text"].tolist()
+
+    def provenance(self) -> str:
+        """The markdown provenance line of the page."""
+        return provenance(self.profile, self.models, len(self.sentences), self.dataset, self.seed)
+
+
+def setup(*, profile: str, models: list[str], n_sentences: int, dataset: str = "embedded", csv_path: str | None = None,
+          seed: int = 0, selection: str = "balanced", show: bool = True, **run_options: Any) -> PageSetup:
+    """Sentences, run options and provenance of a page.
+
+    ``selection``: ``"balanced"`` (the book's seeded, field-balanced draw) or ``"official"`` (the
+    topology notebook's sentence choice; needs the paper's CSV). ``run_options`` are
+    ``RunOptions`` fields (``batch_size``, ``max_length``, ``bos_policy``, ``dtype``, ``device``, ...);
+    an unknown name is an error that lists the valid ones. ``show`` displays the provenance line.
+    """
+    if not models:
+        raise ValueError("models is empty: name at least one model (an offline key, tiny:<arch>, a folder or a hub id)")
+    opts = RunOptions.build(**run_options)
+    if selection == "balanced":
+        sentences = corpus.sample_sentences(n_sentences, seed=seed, dataset=dataset, csv_path=csv_path)
+    else:
+        from ..analyses.topology import sentences as topology_sentences
+
+        sentences = topology_sentences(n_sentences, seed=seed, dataset=dataset, csv_path=csv_path, selection=selection)
+    page = PageSetup(profile=profile, models=list(models), sentences=sentences, dataset=dataset, seed=seed, opts=opts)
+    if show:
+        from IPython.display import Markdown, display
+
+        display(Markdown(page.provenance()))
+    return page

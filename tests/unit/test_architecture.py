@@ -1,0 +1,71 @@
+"""The library's seams: one attention patch, one batching loop, one cache-key builder, and
+metrics that never reach back to models, caches or statistics tables."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+LIB = Path(__file__).resolve().parents[2] / "lib" / "sinkframes"
+SOURCES = {p.relative_to(LIB).as_posix(): p.read_text() for p in LIB.rglob("*.py")}
+FORBIDDEN_IN_METRICS = ("models", "extraction", "cache", "probes", "analyses", "stats", "pandas", "transformers")
+
+
+def _where(pattern: str) -> list[str]:
+    return sorted(name for name, src in SOURCES.items() if re.search(pattern, src, re.MULTILINE))
+
+
+def _imports(src: str) -> set[str]:
+    """Top-level names a module imports (``from ..models import x`` -> ``models``; ``import pandas`` -> ``pandas``)."""
+    found = set()
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            mod = (node.module or "").split(".")
+            if node.level == 0:
+                found.add(mod[0])
+            elif node.level >= 2:  # ..x from inside a subpackage: the sibling package x (or the names)
+                found.update([mod[0]] if mod[0] else [a.name for a in node.names])
+    return found
+
+
+def test_one_attention_patch():
+    assert _where(r"\.eager_attention_forward\s*=") == ["extraction/hooks.py"]
+
+
+def test_one_batching_loop():
+    assert _where(r"^def (pad_batch|length_sorted_batches|iterate_batches)\b") == ["extraction/batching.py"]
+    # nobody else builds padded batches or sorts samples by length
+    assert _where(r"input_ids = torch\.full\(") == ["extraction/batching.py"]
+    assert _where(r"sorted\(range\(len\(") == ["extraction/batching.py"]
+
+
+def test_one_cache_key_builder():
+    assert _where(r"^def cache_key\b") == ["cache.py"]
+    # every key is made by cache_key: nothing else digests texts or fingerprints weights for a key
+    assert _where(r"texts_digest\(") == ["cache.py"]
+    assert _where(r"source_fingerprint\(") == ["cache.py", "models/loading.py"]
+    for name, src in SOURCES.items():
+        if name == "cache.py":
+            continue
+        for call in re.finditer(r"get_or_compute\((\w+)", src):
+            assert call.group(1) == "key" and "key = cache_key(" in src, f"{name}: a cache entry keyed without cache_key"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SOURCES if n.startswith("metrics/")))
+def test_metrics_do_not_reach_models_caches_or_statistics(name):
+    bad = _imports(SOURCES[name]) & set(FORBIDDEN_IN_METRICS)
+    assert not bad, f"{name} imports {sorted(bad)}"
+
+
+def test_the_import_check_can_fail():
+    assert _imports("from ..cache import Cache\nimport pandas as pd\nfrom .. import stats\n") == {"cache", "pandas", "stats"}
+
+
+def test_one_mode_definition():
+    assert _where(r'^MODES\b.*=') == ["types.py"]
+    assert _where(r'Literal\["faithful", "corrected"\]') == ["types.py"]
