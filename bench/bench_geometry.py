@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 
 from harness import arguments, forward_attention, report, timed
-
 from sinkframes import capture, corpus, extract
 from sinkframes.analyses.geometry_values import GeometryValuesReducer
 
@@ -28,8 +27,15 @@ def main() -> None:
     capture_s = time.perf_counter() - t0
     reducer = GeometryValuesReducer()
     suite_s, _ = timed(lambda: [reducer(c, causal) for c in caps])
-    report("geometry_values", args.model, args.n, forward_s, suite_s, capture_forward_s=round(capture_s, 3),
-           capture_overhead=round(capture_s / forward_s, 3) if forward_s > 0 else None)
+    report(
+        "geometry_values",
+        args.model,
+        args.n,
+        forward_s,
+        suite_s,
+        capture_forward_s=round(capture_s, 3),
+        capture_overhead=round(capture_s / forward_s, 3) if forward_s > 0 else None,
+    )
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ Usage: python bench/bench_information.py [--model smollm2] [--n 100]
 from __future__ import annotations
 
 import torch
-from harness import arguments, forward_attention, report, timed
 
+from harness import arguments, forward_attention, report, timed
 from sinkframes import corpus, extract
 from sinkframes.metrics import fisher
 from sinkframes.metrics.information import InformationReducer

@@ -6,7 +6,6 @@ Usage: python bench/bench_simplex.py [--model smollm2] [--n 500]
 from __future__ import annotations
 
 from harness import arguments, forward_attention, report, timed
-
 from sinkframes.analyses.softmax_geometry import sink_sweep_table
 from sinkframes.metrics.simplex import SimplexSummaryReducer
 

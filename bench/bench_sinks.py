@@ -6,7 +6,6 @@ Usage: python bench/bench_sinks.py [--model smollm2] [--n 500]
 from __future__ import annotations
 
 from harness import arguments, forward_attention, report, timed
-
 from sinkframes.metrics.sinks import SinkSummaryReducer
 
 

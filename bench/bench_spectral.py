@@ -11,8 +11,8 @@ Usage: python bench/bench_spectral.py [--model smollm2] [--n 500]
 from __future__ import annotations
 
 import torch
-from harness import arguments, forward_attention, report, timed
 
+from harness import arguments, forward_attention, report, timed
 from sinkframes.metrics.graphs import ALL_THRESHOLDS, SpectralReducer, pad_square, threshold_graph_metrics
 
 
@@ -34,9 +34,16 @@ def main() -> None:
     full_s, _ = timed(lambda: [full(a, causal) for a in atts])
     avg_s, _ = timed(lambda: [averaged(a, causal) for a in atts])
     padded_s, _ = timed(lambda: padded_head_average(atts, causal))
-    report("spectral", args.model, args.n, forward_s, full_s,
-           head_average_only_s=round(avg_s, 3), head_average_padded_batches_s=round(padded_s, 3),
-           mean_tokens=round(sum(a.shape[-1] for a in atts) / len(atts), 1))
+    report(
+        "spectral",
+        args.model,
+        args.n,
+        forward_s,
+        full_s,
+        head_average_only_s=round(avg_s, 3),
+        head_average_padded_batches_s=round(padded_s, 3),
+        mean_tokens=round(sum(a.shape[-1] for a in atts) / len(atts), 1),
+    )
 
 
 if __name__ == "__main__":

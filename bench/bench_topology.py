@@ -6,7 +6,6 @@ Usage: python bench/bench_topology.py [--model smollm2] [--n 100]
 from __future__ import annotations
 
 from harness import arguments, forward_attention, report, timed
-
 from sinkframes.metrics.topology import TopologyReducer
 
 
@@ -16,8 +15,15 @@ def main() -> None:
     reducer = TopologyReducer()
     suite_s, _ = timed(lambda: [reducer(a, causal) for a in atts])
     layers = int(atts[0].shape[0])
-    report("topology", args.model, args.n, forward_s, suite_s, layers=layers,
-           ms_per_sentence_layer=round(1000 * suite_s / (args.n * layers), 2))
+    report(
+        "topology",
+        args.model,
+        args.n,
+        forward_s,
+        suite_s,
+        layers=layers,
+        ms_per_sentence_layer=round(1000 * suite_s / (args.n * layers), 2),
+    )
 
 
 if __name__ == "__main__":

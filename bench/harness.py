@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -34,7 +35,9 @@ def benchmark_texts(n: int, seed: int = 0) -> list[str]:
     return [texts[i % len(texts)] for i in range(n)]
 
 
-def forward_attention(model: str, n: int, batch_size: int = 16, seed: int = 0) -> tuple[float, list[torch.Tensor], bool]:
+def forward_attention(
+    model: str, n: int, batch_size: int = 16, seed: int = 0
+) -> tuple[float, list[torch.Tensor], bool]:
     """Run the forward passes over ``n`` seeded sentences; return (seconds, attentions, causal).
 
     The attentions are kept in sentence order, each ``[layer, head, query, key]``.
@@ -59,8 +62,15 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def report(suite: str, model: str, n: int, forward_s: float, suite_s: float, **extra: Any) -> dict[str, Any]:
     """Print and return the JSON record of one benchmark."""
-    rec = {"suite": suite, "model": model, "n_sentences": n, "forward_s": round(forward_s, 3),
-           "suite_s": round(suite_s, 3), "ratio": round(suite_s / forward_s, 4) if forward_s > 0 else None,
-           "threads": torch.get_num_threads(), **extra}
+    rec = {
+        "suite": suite,
+        "model": model,
+        "n_sentences": n,
+        "forward_s": round(forward_s, 3),
+        "suite_s": round(suite_s, 3),
+        "ratio": round(suite_s / forward_s, 4) if forward_s > 0 else None,
+        "threads": torch.get_num_threads(),
+        **extra,
+    }
     print(json.dumps(rec, indent=2))
     return rec

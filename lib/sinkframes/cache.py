@@ -15,8 +15,9 @@ import json
 import os
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -133,7 +134,12 @@ class Cache:
         data = buf.getvalue()
         payload, meta = self._paths(key)
         _atomic_write_bytes(payload, data)
-        info = {"key": key, "sinkframes_version": __version__, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+        info = {
+            "key": key,
+            "sinkframes_version": __version__,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data),
+        }
         _atomic_write_bytes(meta, json.dumps(info, sort_keys=True, default=str, indent=1).encode())
 
     def discard(self, key: dict[str, Any]) -> None:

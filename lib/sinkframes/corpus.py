@@ -75,7 +75,7 @@ def load_paper_csv(source: str | Path, sha256: str | None = None) -> pd.DataFram
         raise DatasetError(f"{src} has no 'text' column (columns: {list(frame.columns)})")
     frame = frame[frame["text"].astype(str).str.strip().str.len() > 0].reset_index(drop=True)
     if "word_count" not in frame.columns:
-        frame["word_count"] = frame["text"].str.split().str.len()
+        frame["word_count"] = frame["text"].astype(str).map(lambda t: len(t.split()))
     return frame
 
 
@@ -111,7 +111,7 @@ def sample_sentences(
         shuffled = data.sample(frac=1.0, random_state=seed)
         # round-robin over fields in shuffled order: balanced and deterministic
         buckets = [shuffled[shuffled["field"] == g] for g in groups]
-        order = []
+        order: list[int] = []
         depth = 0
         while len(order) < n:
             for b in buckets:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -106,7 +106,7 @@ def sign_flip_test(values: np.ndarray, n_perm: int = 10000, seed: int = 0) -> tu
         return float("nan"), float("nan")
     obs = abs(x.mean())
     if x.size <= 16:
-        signs = 1 - 2 * ((np.arange(2 ** x.size)[:, None] >> np.arange(x.size)) & 1)  # [pattern, value]
+        signs = 1 - 2 * ((np.arange(2**x.size)[:, None] >> np.arange(x.size)) & 1)  # [pattern, value]
         null = np.abs((signs * x).mean(1))
         return float(x.mean()), float(np.mean(null >= obs - 1e-12))
     rng = np.random.default_rng(seed)

@@ -9,10 +9,11 @@ instead of repeating ten keyword arguments each.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 Mode = Literal["faithful", "corrected"]
 MODES: tuple[Mode, ...] = ("faithful", "corrected")
+_BY_NAME: dict[str, Mode] = {m: m for m in MODES}
 
 BosPolicy = Literal["default", "force"]
 BOS_POLICIES: tuple[BosPolicy, ...] = ("default", "force")
@@ -20,9 +21,9 @@ BOS_POLICIES: tuple[BosPolicy, ...] = ("default", "force")
 
 def check_mode(mode: str) -> Mode:
     """``mode`` as a ``Mode``; a clear ``ValueError`` for anything else."""
-    if mode not in MODES:
+    if mode not in _BY_NAME:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    return cast(Mode, mode)
+    return _BY_NAME[mode]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ import nbformat
 import pytest
 
 from sinkframes.book import batch, compare, manifest, pages
-
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
@@ -34,12 +33,19 @@ def test_template_structure(path):
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
     params = ast.parse(tagged[0].source)
-    assert all(isinstance(s, ast.Assign) and isinstance(s.value, (ast.Constant, ast.List)) for s in params.body), "literals only"
+    assert all(isinstance(s, ast.Assign) and isinstance(s.value, (ast.Constant, ast.List)) for s in params.body), (
+        "literals only"
+    )
     for c in code:
         # IPython magics (the Colab install line) are not Python: parse them as `pass`
-        src = "\n".join(l[: len(l) - len(l.lstrip())] + "pass" if l.lstrip().startswith(("%", "!")) else l for l in c.source.splitlines())
+        src = "\n".join(
+            line[: len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
+            for line in c.source.splitlines()
+        )
         tree = ast.parse(src)
-        assert not any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) for n in ast.walk(tree)), "no def/class in notebooks"
+        assert not any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) for n in ast.walk(tree)), (
+            "no def/class in notebooks"
+        )
 
 
 @pytest.mark.parametrize("page", M.pages, ids=lambda p: p.id)
@@ -88,7 +94,9 @@ def test_provenance_check_fails_on_a_page_without_or_with_a_wrong_provenance_lin
     for cell in stripped.cells:
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if "Produced by" not in json.dumps(o)]
-    assert pages.provenance_problems(stripped) == ["no provenance line ('**Produced by** sinkframes ...') among the page's outputs"]
+    assert pages.provenance_problems(stripped) == [
+        "no provenance line ('**Produced by** sinkframes ...') among the page's outputs"
+    ]
 
 
 def test_page_comparison_sees_a_changed_number_and_ignores_figures(tmp_path):
@@ -96,8 +104,13 @@ def test_page_comparison_sees_a_changed_number_and_ignores_figures(tmp_path):
     nbformat.write(nb, tmp_path / "a.ipynb")
     assert compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "a.ipynb") == []
     changed = copy.deepcopy(nb)
-    cell, out = next((c, o) for c in changed.cells if c.cell_type == "code" for o in c.outputs
-                     if "text/plain" in o.get("data", {}) and "Produced by" not in json.dumps(o))
+    cell, out = next(
+        (c, o)
+        for c in changed.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "text/plain" in o.get("data", {}) and "Produced by" not in json.dumps(o)
+    )
     out["data"]["text/plain"] = out["data"]["text/plain"] + " 0.001"
     nbformat.write(changed, tmp_path / "b.ipynb")
     problems = compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "b.ipynb")
@@ -130,10 +143,14 @@ def test_failed_page_is_reported_and_leaves_nothing(tmp_path, monkeypatch, capsy
     nb.cells = nb.cells[:2] + [nbformat.v4.new_code_cell("print(x)")]
     nbformat.write(nb, good)
     params = {k: {"x": 2} for k in manifest.PROFILES}
-    m = manifest.Manifest(root="book/intro", back_matter=[], pages=[
-        manifest.Page("broken", str(broken), "book/broken.ipynb", "Broken", "Tests", params, 60),
-        manifest.Page("good", str(good), "book/good.ipynb", "Good", "Tests", params, 60),
-    ])
+    m = manifest.Manifest(
+        root="book/intro",
+        back_matter=[],
+        pages=[
+            manifest.Page("broken", str(broken), "book/broken.ipynb", "Broken", "Tests", params, 60),
+            manifest.Page("good", str(good), "book/good.ipynb", "Good", "Tests", params, 60),
+        ],
+    )
     out = tmp_path / "out"
     rc = batch.build(profile="smoke", out_dir=str(out), html=False, manifest=m)
     err = capsys.readouterr().err
@@ -146,8 +163,13 @@ def test_failed_page_is_reported_and_leaves_nothing(tmp_path, monkeypatch, capsy
 @pytest.mark.slow
 def test_book_builds_without_warnings(tmp_path):
     exe = shutil.which("jupyter-book") or str(Path(sys.executable).with_name("jupyter-book"))
-    proc = subprocess.run([exe, "build", str(ROOT), "--path-output", str(tmp_path), "-W", "-n", "--keep-going"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    proc = subprocess.run(
+        [exe, "build", str(ROOT), "--path-output", str(tmp_path), "-W", "-n", "--keep-going"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     html = tmp_path / "_build" / "html"
     assert (html / "index.html").exists()

@@ -32,8 +32,9 @@ def test_probe_caches_follow_revision_and_versions(probe, texts, monkeypatch):
             before = calls["n"]
             fisher.cached_fisher("tiny:llama", texts[:2], "corrected", progress=False, device="cpu", **opts)
             return calls["n"] - before
-        return _passes(lambda: sink_removal.cached_output_check("tiny:llama", texts[:2], progress=False, device="cpu",
-                                                                **opts))
+        return _passes(
+            lambda: sink_removal.cached_output_check("tiny:llama", texts[:2], progress=False, device="cpu", **opts)
+        )
 
     assert run() > 0
     assert run() == 0  # same inputs: a hit

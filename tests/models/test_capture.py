@@ -5,16 +5,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sinkframes.extraction import capture, hooks
-from sinkframes.types import RunOptions
 from sinkframes import extraction as extract
+from sinkframes.extraction import capture, hooks
 from sinkframes.models.tiny import tiny_architectures
+from sinkframes.types import RunOptions
 
 
 def _captures(ref: str, texts: list[str]):
     lm = extract.get_model(ref)
     ids = extract.tokenize(lm.tokenizer, texts[:3], 256)
-    return lm, dict(capture.iterate_captures(lm, ids, RunOptions(batch_size=2, progress=False)))  # batch 2: padding exercised
+    return lm, dict(
+        capture.iterate_captures(lm, ids, RunOptions(batch_size=2, progress=False))
+    )  # batch 2: padding exercised
 
 
 def _visible(lm, layer: int, n: int) -> torch.Tensor:

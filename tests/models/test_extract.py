@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sinkframes.types import RunOptions
 from sinkframes import extraction as extract
 from sinkframes import models
-from sinkframes.extraction import batching
 from sinkframes.cache import Cache
+from sinkframes.extraction import batching
 from sinkframes.metrics.sinks import SinkSummaryReducer
+from sinkframes.types import RunOptions
 
 ARCHS = ["llama", "mistral", "gemma3", "qwen2", "phi", "gpt_neox", "bert", "xlm-roberta"]
 
@@ -21,7 +21,7 @@ def test_batched_equals_one_by_one(arch, texts):
     batched = extract.extract_attention(f"tiny:{arch}", texts, batch_size=4, **kw)
     single = extract.extract_attention(f"tiny:{arch}", texts, batch_size=1, **kw)
     causal = batched.record["causal"]
-    for a, b, toks in zip(batched.attentions, single.attentions, batched.tokens):
+    for a, b, toks in zip(batched.attentions, single.attentions, batched.tokens, strict=True):
         n = len(toks)
         assert a.shape == (3, 4, n, n)  # [layer, head, query, key]
         assert torch.allclose(a, b, atol=1e-5)
@@ -79,8 +79,8 @@ def test_second_call_runs_no_forward_pass_and_loads_no_model(texts):
     before = dict(extract.STATS)
     second = extract.summarize("tiny:bert", texts, SinkSummaryReducer(), progress=False, device="cpu")
     assert not first.from_cache and second.from_cache
-    assert extract.STATS == before
-    for a, b in zip(first.summaries, second.summaries):
+    assert before == extract.STATS
+    for a, b in zip(first.summaries, second.summaries, strict=True):
         assert all(torch.equal(a[k], b[k]) for k in a)
 
 

@@ -48,7 +48,7 @@ def test_tiny_records(arch):
 def test_tiny_models_are_seeded():
     a, _ = tiny.build_tiny("llama")
     b, _ = tiny.build_tiny("llama")
-    for (na, pa), (nb, pb) in zip(a.state_dict().items(), b.state_dict().items()):
+    for (na, pa), (nb, pb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
         assert na == nb and torch.equal(pa, pb)
 
 
@@ -61,7 +61,7 @@ def test_local_folder_loads_like_the_original(tmp_path, texts):
     ids = extract.tokenize(lm.tokenizer, texts[:2], 256)
     a = [att for _, att, _ in extract.iterate_samples(lm, ids, RunOptions(progress=False))]
     b = [att for _, att, _ in extract.iterate_samples(from_folder, ids, RunOptions(progress=False))]
-    assert all(torch.allclose(x, y, atol=1e-6) for x, y in zip(a, b))
+    assert all(torch.allclose(x, y, atol=1e-6) for x, y in zip(a, b, strict=True))
 
 
 def test_hub_id_without_network_is_a_clear_error():

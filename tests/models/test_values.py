@@ -90,7 +90,9 @@ def test_corrected_decomposition_on_real_head_outputs_without_placeholders():
     assert out["reference_count"].item() == 1
     assert out["relative_magnitude"].item() == pytest.approx(1 / math.sqrt(2), abs=1e-6)
     assert out["directional_guidance"].item() == pytest.approx((1 / math.sqrt(2) + 1) / 2, abs=1e-6)
-    no_refs = values.corrected_decomposition(attn, v, attn @ v, causal=False, refs=torch.zeros(1, 1, 10, dtype=torch.bool))
+    no_refs = values.corrected_decomposition(
+        attn, v, attn @ v, causal=False, refs=torch.zeros(1, 1, 10, dtype=torch.bool)
+    )
     assert math.isnan(no_refs["relative_magnitude"].item())
 
 

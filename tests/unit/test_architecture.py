@@ -53,7 +53,9 @@ def test_one_cache_key_builder():
         if name == "cache.py":
             continue
         for call in re.finditer(r"get_or_compute\((\w+)", src):
-            assert call.group(1) == "key" and "key = cache_key(" in src, f"{name}: a cache entry keyed without cache_key"
+            assert call.group(1) == "key" and "key = cache_key(" in src, (
+                f"{name}: a cache entry keyed without cache_key"
+            )
 
 
 @pytest.mark.parametrize("name", sorted(n for n in SOURCES if n.startswith("metrics/")))
@@ -63,9 +65,13 @@ def test_metrics_do_not_reach_models_caches_or_statistics(name):
 
 
 def test_the_import_check_can_fail():
-    assert _imports("from ..cache import Cache\nimport pandas as pd\nfrom .. import stats\n") == {"cache", "pandas", "stats"}
+    assert _imports("from ..cache import Cache\nimport pandas as pd\nfrom .. import stats\n") == {
+        "cache",
+        "pandas",
+        "stats",
+    }
 
 
 def test_one_mode_definition():
-    assert _where(r'^MODES\b.*=') == ["types.py"]
+    assert _where(r"^MODES\b.*=") == ["types.py"]
     assert _where(r'Literal\["faithful", "corrected"\]') == ["types.py"]

@@ -61,8 +61,16 @@ def test_two_revisions_of_one_model_get_different_keys():
     assert _key(revision="step1000") == _key(revision="step1000")
 
 
-@pytest.mark.parametrize("change", [{"dtype": "float16"}, {"quantization": "4bit"}, {"max_length": 128},
-                                    {"bos_policy": "force"}, {"truncation": True}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"dtype": "float16"},
+        {"quantization": "4bit"},
+        {"max_length": 128},
+        {"bos_policy": "force"},
+        {"truncation": True},
+    ],
+)
 def test_every_result_option_is_in_the_key(change):
     assert _key(**change) != _key()
 

@@ -5,7 +5,6 @@ import hashlib
 import pytest
 
 from sinkframes import corpus
-
 from tests.conftest import PAPER_CSV
 
 

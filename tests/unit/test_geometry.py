@@ -42,7 +42,9 @@ def test_logit_split_is_exact_and_known():
     assert out["other_logit"].item() == pytest.approx(0.0, abs=1e-7)
     assert out["norm_part"].item() == pytest.approx(0.5 * 2 * (1 - 3) * (1 + 0) / 2)
     assert out["alignment_part"].item() == pytest.approx(0.5 * 2 * (1 - 0) * (1 + 3) / 2)
-    assert (out["norm_part"] + out["alignment_part"]).item() == pytest.approx((out["sink_logit"] - out["typical_logit"]).item())
+    assert (out["norm_part"] + out["alignment_part"]).item() == pytest.approx(
+        (out["sink_logit"] - out["typical_logit"]).item()
+    )
     assert out["log_key_norm_ratio"].item() == pytest.approx(math.log(1 / 3))
     assert out["log_query_norm"].item() == pytest.approx(math.log(2))
     assert out["sink_cos"].item() == pytest.approx(1.0)
@@ -50,7 +52,9 @@ def test_logit_split_is_exact_and_known():
 
 def test_grouped_query_heads_read_their_kv_head():
     keys = torch.tensor([[[[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]]])  # [layer, 1 kv head, token, dim]
-    q_heads = torch.stack([torch.tensor([[1.0, 0.0]] * 3), torch.tensor([[0.0, 1.0]] * 3)]).unsqueeze(0)  # 2 query heads
+    q_heads = torch.stack([torch.tensor([[1.0, 0.0]] * 3), torch.tensor([[0.0, 1.0]] * 3)]).unsqueeze(
+        0
+    )  # 2 query heads
     out = geometry.sink_alignment(q_heads, keys, causal=True)
     assert out["cos_to_sink"][0].tolist() == pytest.approx([1.0, 0.0], abs=1e-7)
     assert out["cos_to_others"][0].tolist() == pytest.approx([0.0, 1.0], abs=1e-7)

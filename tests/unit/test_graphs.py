@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from sinkframes.metrics import graphs as g
-
 from tests.attention_cases import causal_first_sink, causal_uniform, previous_token, stack
 
 N = 8
@@ -110,29 +109,37 @@ def reference_one(a: np.ndarray, t: float, variant: str) -> dict[str, float]:
         np.fill_diagonal(B, 0)
         G = nx.DiGraph()
         G.add_nodes_from(range(n))
-        G.add_edges_from(zip(*np.nonzero(B)))
+        G.add_edges_from(zip(*np.nonzero(B), strict=True))
         d = np.array([G.in_degree(v) for v in range(n)], float)
         U = nx.Graph()
         U.add_nodes_from(range(n))
         U.add_edges_from(G.edges())
         lam = np.sort(nx.laplacian_spectrum(U))
         dmax = d.max()
-        return {"lambda2": lam[1], "star_basic": dmax / (n - 1), "gini": _gini(d),
-                "centralization": (dmax - d).sum() / (n - 1) ** 2 if dmax > 0 else 0.0, "degree_variance": d.var()}
+        return {
+            "lambda2": lam[1],
+            "star_basic": dmax / (n - 1),
+            "gini": _gini(d),
+            "centralization": (dmax - d).sum() / (n - 1) ** 2 if dmax > 0 else 0.0,
+            "degree_variance": d.var(),
+        }
     if B.sum() < 2:
         return {"fiedler": 0.0}
     G = nx.DiGraph()
     if variant == "laplacian" and n <= g.LAPLACIAN_DENSE_MAX_TOKENS:
         G.add_nodes_from(range(n))
-    G.add_edges_from(zip(*np.nonzero(B)))  # self-loops included
+    G.add_edges_from(zip(*np.nonzero(B), strict=True))  # self-loops included
     d = np.array([G.in_degree(v) for v in G.nodes], float)
     N_ = len(d)
     dmax = d.max()
     basic = dmax / max(1, N_ - 1)
     S = (B + B.T) / 2
     lam = np.sort(np.linalg.eigvalsh(np.diag(S.sum(1)) - S))
-    out = {"fiedler": lam[1], "centralization": (dmax - d).sum() / (N_ - 1) ** 2 if dmax > 0 else 0.0,
-           "degree_variance": d.var()}
+    out = {
+        "fiedler": lam[1],
+        "centralization": (dmax - d).sum() / (N_ - 1) ** 2 if dmax > 0 else 0.0,
+        "degree_variance": d.var(),
+    }
     if variant == "laplacian":
         out.update({"star_likeness": 0.3 * basic + 0.7 * _gini(d), "basic_star_likeness": basic, "gini": _gini(d)})
     else:
@@ -173,8 +180,9 @@ def test_variants_differ_where_the_spec_says():
     a = causal_first_sink(N)
     m = metrics([a], thresholds=(0.05,))
     # composite (laplacian) vs basic (fiedler) star-likeness on the same graph
-    assert m["laplacian/star_likeness"][0, 0] == pytest.approx(0.3 * m["laplacian/basic_star_likeness"][0, 0]
-                                                               + 0.7 * m["laplacian/gini"][0, 0])
+    assert m["laplacian/star_likeness"][0, 0] == pytest.approx(
+        0.3 * m["laplacian/basic_star_likeness"][0, 0] + 0.7 * m["laplacian/gini"][0, 0]
+    )
     assert m["laplacian/basic_star_likeness"][0, 0] == pytest.approx(m["fiedler/star_likeness"][0, 0])
     # an isolated node changes the fiedler.ipynb node set but not laplacian.ipynb's (n <= 50)
     b = torch.zeros(N, N)

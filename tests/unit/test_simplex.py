@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from sinkframes.metrics import simplex
-
 from tests.attention_cases import causal_first_sink, causal_uniform, stack, two_ends
 
 
@@ -61,8 +60,13 @@ def test_jacobian_against_finite_differences():
     z = torch.tensor([1.3, -0.2, 0.5, 2.0], dtype=torch.float64)
     jac = simplex.softmax_jacobian(z)
     eps = 1e-6
-    fd = torch.stack([(torch.softmax(z + eps * e, -1) - torch.softmax(z - eps * e, -1)) / (2 * eps)
-                      for e in torch.eye(4, dtype=torch.float64)], -1)  # column j = d p / d z_j
+    fd = torch.stack(
+        [
+            (torch.softmax(z + eps * e, -1) - torch.softmax(z - eps * e, -1)) / (2 * eps)
+            for e in torch.eye(4, dtype=torch.float64)
+        ],
+        -1,
+    )  # column j = d p / d z_j
     assert torch.allclose(jac, fd, atol=1e-8)
     assert torch.allclose(jac.sum(0), torch.zeros(4, dtype=torch.float64), atol=1e-12)  # mass is conserved
     assert torch.allclose(jac, torch.autograd.functional.jacobian(lambda x: torch.softmax(x, -1), z))
@@ -99,7 +103,8 @@ def test_entropy_and_vertex_distance():
     p = torch.tensor([0.25, 0.75], dtype=torch.float64)
     assert simplex.distance_to_nearest_vertex(p).item() == pytest.approx(2 * math.acos(math.sqrt(0.75)))
     assert simplex.distance_to_nearest_vertex(p).item() == pytest.approx(
-        simplex.fisher_rao_distance(p, torch.tensor([0.0, 1.0], dtype=torch.float64)).item())
+        simplex.fisher_rao_distance(p, torch.tensor([0.0, 1.0], dtype=torch.float64)).item()
+    )
 
 
 def test_distance_to_uniform_over_allowed_keys():

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from sinkframes.metrics import sinks
-
 from tests.attention_cases import causal_first_sink, causal_uniform, previous_token, stack, two_ends
 
 

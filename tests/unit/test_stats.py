@@ -14,7 +14,11 @@ def test_layer_regions_partition(n):
 
 
 def test_layer_regions_thirds():
-    assert stats.layer_regions(30) == {"early": list(range(10)), "middle": list(range(10, 20)), "late": list(range(20, 30))}
+    assert stats.layer_regions(30) == {
+        "early": list(range(10)),
+        "middle": list(range(10, 20)),
+        "late": list(range(20, 30)),
+    }
 
 
 def test_bootstrap_is_seeded_and_brackets_mean():

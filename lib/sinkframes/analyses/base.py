@@ -17,8 +17,9 @@ computation) or ``"corrected"``; each analysis module registers its table builde
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd

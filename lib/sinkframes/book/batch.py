@@ -27,7 +27,9 @@ def clean_executed(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+            cell.outputs = [
+                o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
+            ]
     nb.metadata.pop("widgets", None)
     nbformat.write(nb, path)
 
@@ -35,7 +37,13 @@ def clean_executed(path: Path) -> None:
 def has_error_output(path: Path) -> list[str]:
     """Names of the error outputs an executed notebook holds (empty list when clean)."""
     nb = nbformat.read(path, as_version=4)
-    return [o.get("ename", "error") for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
+    return [
+        o.get("ename", "error")
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.get("output_type") == "error"
+    ]
 
 
 def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) -> Path:
@@ -47,8 +55,13 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
     tmp = target.with_name(f".{target.stem}.running.ipynb")
     try:
         pm.execute_notebook(
-            str(root / page.template), str(tmp), parameters=page.params_for(profile),
-            cwd=str(root), progress_bar=False, execution_timeout=page.timeout, kernel_name="python3",
+            str(root / page.template),
+            str(tmp),
+            parameters=page.params_for(profile),
+            cwd=str(root),
+            progress_bar=False,
+            execution_timeout=page.timeout,
+            kernel_name="python3",
         )
         errors = has_error_output(tmp)
         if errors:
@@ -69,8 +82,13 @@ def build_html(root: Path) -> int:
     return subprocess.call(cmd, cwd=root)
 
 
-def build(profile: str = "offline", pages: list[str] | None = None, out_dir: str | None = None, html: bool = True,
-          manifest: Manifest | None = None) -> int:
+def build(
+    profile: str = "offline",
+    pages: list[str] | None = None,
+    out_dir: str | None = None,
+    html: bool = True,
+    manifest: Manifest | None = None,
+) -> int:
     root = repo_root()
     os.environ.setdefault(CACHE_ENV, str(root / ".cache" / "sinkframes"))
     m = manifest or load_manifest()

@@ -57,8 +57,10 @@ def compare_notebooks(old: Path | str, new: Path | str, skip_provenance: bool = 
     problems = []
     if len(a) != len(b):
         problems.append(f"{len(a)} text outputs in {old}, {len(b)} in {new}")
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if (x.kind, x.text) != (y.kind, y.text):
-            diff = "\n".join(difflib.unified_diff(x.text.splitlines(), y.text.splitlines(), "old", "new", lineterm="", n=0))
+            diff = "\n".join(
+                difflib.unified_diff(x.text.splitlines(), y.text.splitlines(), "old", "new", lineterm="", n=0)
+            )
             problems.append(f"code cell {x.cell} ({x.kind}) -> code cell {y.cell} ({y.kind}):\n{diff}")
     return problems

@@ -80,9 +80,13 @@ def render_toc(m: Manifest) -> str:
     """The ``_toc.yml`` text for the manifest (parts in first-seen order, then back matter)."""
     parts: dict[str, list[str]] = {}
     for p in m.pages:
-        parts.setdefault(p.part, []).append(f"{Path(p.output).with_suffix('')}\n        title: \"{p.title}\"")
-    lines = ["# Generated from notebooks/manifest.yml by `python -m sinkframes toc --write`; do not edit.",
-             "format: jb-book", f"root: {m.root}", "parts:"]
+        parts.setdefault(p.part, []).append(f'{Path(p.output).with_suffix("")}\n        title: "{p.title}"')
+    lines = [
+        "# Generated from notebooks/manifest.yml by `python -m sinkframes toc --write`; do not edit.",
+        "format: jb-book",
+        f"root: {m.root}",
+        "parts:",
+    ]
     for caption, files in parts.items():
         lines.append(f"  - caption: {caption}")
         lines.append("    chapters:")

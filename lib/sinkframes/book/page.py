@@ -36,8 +36,18 @@ class PageSetup:
         return provenance(self.profile, self.models, len(self.sentences), self.dataset, self.seed)
 
 
-def setup(*, profile: str, models: list[str], n_sentences: int, dataset: str = "embedded", csv_path: str | None = None,
-          seed: int = 0, selection: str = "balanced", show: bool = True, **run_options: Any) -> PageSetup:
+def setup(
+    *,
+    profile: str,
+    models: list[str],
+    n_sentences: int,
+    dataset: str = "embedded",
+    csv_path: str | None = None,
+    seed: int = 0,
+    selection: str = "balanced",
+    show: bool = True,
+    **run_options: Any,
+) -> PageSetup:
     """Sentences, run options and provenance of a page.
 
     ``selection``: ``"balanced"`` (the book's seeded, field-balanced draw) or ``"official"`` (the

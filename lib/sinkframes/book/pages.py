@@ -9,7 +9,8 @@ from .compare import text_outputs
 
 PROVENANCE_RE = re.compile(
     r"\*\*Produced by\*\* sinkframes (?P<version>\S+) with the `(?P<profile>[^`]+)` profile: models "
-    r"(?P<models>(?:`[^`]+`(?:, )?)+); (?P<n>\d+) sentences from the `(?P<dataset>[^`]+)` set \(seed (?P<seed>-?\d+)\); "
+    r"(?P<models>(?:`[^`]+`(?:, )?)+); (?P<n>\d+) sentences from the `(?P<dataset>[^`]+)` set "
+    r"\(seed (?P<seed>-?\d+)\); "
     r"torch (?P<torch>\S+), transformers (?P<transformers>\S+),"
 )
 

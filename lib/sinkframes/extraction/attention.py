@@ -9,8 +9,9 @@ loads the result and runs no forward pass (and does not even load the model).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -34,8 +35,9 @@ class Extraction:
 
 
 @torch.no_grad()
-def iterate_samples(lm: models.LoadedModel, ids: list[list[int]], opts: RunOptions, hidden_states: bool = False,
-                    desc: str = "forward") -> Iterator[tuple[int, torch.Tensor, torch.Tensor | None]]:
+def iterate_samples(
+    lm: models.LoadedModel, ids: list[list[int]], opts: RunOptions, hidden_states: bool = False, desc: str = "forward"
+) -> Iterator[tuple[int, torch.Tensor, torch.Tensor | None]]:
     """Yield ``(index, attention [layer, head, n, n], hidden [layer+1, n, d] | None)`` per sample."""
     net = backbone(lm.model)
     for batch, input_ids, mask in iterate_batches(lm, ids, opts.batch_size, opts.progress, desc):
@@ -47,45 +49,79 @@ def iterate_samples(lm: models.LoadedModel, ids: list[list[int]], opts: RunOptio
                 "(sinkframes.models.load does) and do not use SDPA/flash attention"
             )
         att = torch.stack([a.float() for a in atts], 1)  # [batch, layer, head, query, key]
-        hid = torch.stack([h.float() for h in out.hidden_states], 1) if hidden_states else None  # [batch, layer+1, tok, d]
+        hid = (
+            torch.stack([h.float() for h in out.hidden_states], 1) if hidden_states else None
+        )  # [batch, layer+1, tok, d]
         if not torch.isfinite(att).all():
-            warnings.warn(f"{lm.record.ref}: non-finite attention weights (try dtype='float32')", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"{lm.record.ref}: non-finite attention weights (try dtype='float32')", RuntimeWarning, stacklevel=2
+            )
         for r, i in enumerate(batch):
             n = len(ids[i])
             STATS["samples"] += 1
-            yield i, att[r, :, :, :n, :n].cpu().contiguous(), (hid[r, :, :n].cpu().contiguous() if hid is not None else None)
+            yield (
+                i,
+                att[r, :, :, :n, :n].cpu().contiguous(),
+                (hid[r, :, :n].cpu().contiguous() if hid is not None else None),
+            )
 
 
-def extract_attention(ref: str, texts: list[str], opts: RunOptions | None = None, *, hidden_states: bool = False,
-                      **overrides: Any) -> Extraction:
+def extract_attention(
+    ref: str, texts: list[str], opts: RunOptions | None = None, *, hidden_states: bool = False, **overrides: Any
+) -> Extraction:
     """Full per-sample attention (and hidden states if asked) for ``texts``; cached on disk.
 
     ``opts`` holds the run options; keyword ``overrides`` (``batch_size=``, ``dtype=``, ...) change some.
     """
     o = RunOptions.build(opts, **overrides)
-    payload, hit = run_cached(ref, texts, {"kind": "attention"},
-                              lambda att, hid, causal: {"attention": att, "hidden": hid}, o, iterate_samples,
-                              hidden_states=hidden_states, namespace="extractions")
+    payload, hit = run_cached(
+        ref,
+        texts,
+        {"kind": "attention"},
+        lambda att, hid, causal: {"attention": att, "hidden": hid},
+        o,
+        iterate_samples,
+        hidden_states=hidden_states,
+        namespace="extractions",
+    )
     res = payload["results"]
     return Extraction(
-        record=payload["record"], texts=payload["texts"], tokens=payload["tokens"],
+        record=payload["record"],
+        texts=payload["texts"],
+        tokens=payload["tokens"],
         attentions=[r["attention"] for r in res],
         hidden_states=[r["hidden"] for r in res] if hidden_states else None,
         from_cache=hit,
     )
 
 
-def summarize(ref: str, texts: list[str], reducer: Callable[[torch.Tensor, bool], dict[str, torch.Tensor]],
-              opts: RunOptions | None = None, **overrides: Any) -> Extraction:
+def summarize(
+    ref: str,
+    texts: list[str],
+    reducer: Callable[[torch.Tensor, bool], dict[str, torch.Tensor]],
+    opts: RunOptions | None = None,
+    **overrides: Any,
+) -> Extraction:
     """Apply ``reducer(attention, causal)`` to each sample as it is produced; keep only its output.
 
     Memory stays ``O(samples x reducer output)`` instead of ``O(samples x layers x heads x n^2)``.
     ``reducer.key()`` (a dict) identifies the reduction in the cache key.
     """
     o = RunOptions.build(opts, **overrides)
-    payload, hit = run_cached(ref, texts, {"kind": "summary", **reducer_key(reducer)},
-                              lambda att, hid, causal: reducer(att, causal), o, iterate_samples,
-                              hidden_states=False, namespace="extractions")
-    return Extraction(record=payload["record"], texts=payload["texts"], tokens=payload["tokens"],
-                      summaries=payload["results"], from_cache=hit)
+    payload, hit = run_cached(
+        ref,
+        texts,
+        {"kind": "summary", **reducer_key(reducer)},
+        lambda att, hid, causal: reducer(att, causal),
+        o,
+        iterate_samples,
+        hidden_states=False,
+        namespace="extractions",
+    )
+    return Extraction(
+        record=payload["record"],
+        texts=payload["texts"],
+        tokens=payload["tokens"],
+        summaries=payload["results"],
+        from_cache=hit,
+    )

@@ -11,7 +11,8 @@ result.
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 from tqdm import tqdm
@@ -35,14 +36,16 @@ def get_model(ref: str, opts: RunOptions | None = None, **overrides: Any) -> mod
     key = (ref, o.dtype, str(o.device), o.revision, o.quantization)
     if key not in _LAST_MODEL:
         _LAST_MODEL.clear()
-        _LAST_MODEL[key] = models.load(ref, dtype=o.dtype, device=o.device, revision=o.revision,
-                                       quantization=o.quantization)
+        _LAST_MODEL[key] = models.load(
+            ref, dtype=o.dtype, device=o.device, revision=o.revision, quantization=o.quantization
+        )
         STATS["model_loads"] += 1
     return _LAST_MODEL[key]
 
 
-def tokenize(tokenizer: Any, texts: list[str], max_length: int, bos_policy: str = "default",
-             truncation: bool = False) -> list[list[int]]:
+def tokenize(
+    tokenizer: Any, texts: list[str], max_length: int, bos_policy: str = "default", truncation: bool = False
+) -> list[list[int]]:
     """Token ids per text; raises ``TextError`` naming every bad text and what to do."""
     if bos_policy not in BOS_POLICIES:
         raise ValueError(f"bos_policy must be one of {BOS_POLICIES}, got {bos_policy!r}")
@@ -104,8 +107,9 @@ def backbone(model: torch.nn.Module) -> torch.nn.Module:
     return getattr(model, "base_model", model)
 
 
-def forward(lm: models.LoadedModel, net: torch.nn.Module, input_ids: torch.Tensor, mask: torch.Tensor,
-            **kwargs: Any) -> Any:
+def forward(
+    lm: models.LoadedModel, net: torch.nn.Module, input_ids: torch.Tensor, mask: torch.Tensor, **kwargs: Any
+) -> Any:
     """One forward pass of ``net`` (the model or its backbone) on a padded batch; counted in ``STATS``."""
     if lm.record.causal:
         kwargs.setdefault("use_cache", False)
@@ -114,8 +118,9 @@ def forward(lm: models.LoadedModel, net: torch.nn.Module, input_ids: torch.Tenso
     return out
 
 
-def iterate_batches(lm: models.LoadedModel, ids: list[list[int]], batch_size: int, progress: bool = True,
-                    desc: str = "forward") -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
+def iterate_batches(
+    lm: models.LoadedModel, ids: list[list[int]], batch_size: int, progress: bool = True, desc: str = "forward"
+) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
     """The one batching loop: yield ``(sample indices, input_ids, attention_mask)`` per batch,
     length-sorted and right-padded."""
     pad = pad_id(lm.tokenizer)

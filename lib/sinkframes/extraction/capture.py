@@ -22,9 +22,10 @@ transformers); ``tensors.expand_kv`` does that mapping.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -81,9 +82,16 @@ def capturing(model: torch.nn.Module) -> Iterator[list[dict[str, Any]]]:
     records: list[dict[str, Any]] = []
 
     def read(call: AttentionCall) -> None:
-        records[call.layer].update(query=call.query, key=call.key, value=call.value,
-                                   output_heads=call.output.transpose(1, 2), attention=call.weights,
-                                   scaling=call.scaling, softcap=call.softcap, mask=call.mask)
+        records[call.layer].update(
+            query=call.query,
+            key=call.key,
+            value=call.value,
+            output_heads=call.output.transpose(1, 2),
+            attention=call.weights,
+            scaling=call.scaling,
+            softcap=call.softcap,
+            mask=call.mask,
+        )
 
     def pre_hook(k: int) -> Callable[..., None]:
         def hook(_mod: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -112,12 +120,15 @@ def capturing(model: torch.nn.Module) -> Iterator[list[dict[str, Any]]]:
             for h in handles:
                 h.remove()
     if spec.rotary and records and records[0] and records[0].get("rope") is None:
-        raise models.UnsupportedArchitectureError("the attention modules received no rotary (cos, sin); cannot undo RoPE")
+        raise models.UnsupportedArchitectureError(
+            "the attention modules received no rotary (cos, sin); cannot undo RoPE"
+        )
 
 
 @torch.no_grad()
-def iterate_captures(lm: models.LoadedModel, ids: list[list[int]], opts: RunOptions, hidden_states: bool = True,
-                     desc: str = "capture") -> Iterator[tuple[int, SampleCapture]]:
+def iterate_captures(
+    lm: models.LoadedModel, ids: list[list[int]], opts: RunOptions, hidden_states: bool = True, desc: str = "capture"
+) -> Iterator[tuple[int, SampleCapture]]:
     """Yield ``(index, SampleCapture)`` per sample: one forward pass per (right-padded) batch."""
     spec = spec_of(lm.model)
     net = backbone(lm.model)
@@ -126,12 +137,17 @@ def iterate_captures(lm: models.LoadedModel, ids: list[list[int]], opts: RunOpti
             out = forward(lm, net, input_ids, mask, output_attentions=True, output_hidden_states=hidden_states)
         if any("attention" not in r or r["attention"] is None for r in recs):
             raise models.AttentionUnavailableError(
-                f"{lm.record.ref}: the eager attention function was not called; load with attn_implementation='eager'")
+                f"{lm.record.ref}: the eager attention function was not called; load with attn_implementation='eager'"
+            )
         q = torch.stack([r["query"].float() for r in recs], 1)  # [batch, layer, head, tok, dim]
         k = torch.stack([r["key"].float() for r in recs], 1)  # [batch, layer, kv, tok, dim]
         if spec.rotary:
-            q_pre = torch.stack([unrotate(r["query"].float(), r["rope"][0].float(), r["rope"][1].float()) for r in recs], 1)
-            k_pre = torch.stack([unrotate(r["key"].float(), r["rope"][0].float(), r["rope"][1].float()) for r in recs], 1)
+            q_pre = torch.stack(
+                [unrotate(r["query"].float(), r["rope"][0].float(), r["rope"][1].float()) for r in recs], 1
+            )
+            k_pre = torch.stack(
+                [unrotate(r["key"].float(), r["rope"][0].float(), r["rope"][1].float()) for r in recs], 1
+            )
         else:
             q_pre, k_pre = q, k
         v = torch.stack([r["value"].float() for r in recs], 1)
@@ -143,23 +159,47 @@ def iterate_captures(lm: models.LoadedModel, ids: list[list[int]], opts: RunOpti
         for r, i in enumerate(batch):
             n = len(ids[i])
             STATS["samples"] += 1
-            yield i, SampleCapture(
-                query_pre=q_pre[r, :, :, :n].cpu(), query=q[r, :, :, :n].cpu(), key_pre=k_pre[r, :, :, :n].cpu(),
-                key=k[r, :, :, :n].cpu(), value=v[r, :, :, :n].cpu(), attention=att[r, :, :, :n, :n].cpu(),
-                output_heads=oh[r, :, :, :n].cpu(), output=o[r, :, :n].cpu(),
-                hidden=hid[r, :, :n].cpu() if hid is not None else None, scaling=scaling, rotary=spec.rotary,
+            yield (
+                i,
+                SampleCapture(
+                    query_pre=q_pre[r, :, :, :n].cpu(),
+                    query=q[r, :, :, :n].cpu(),
+                    key_pre=k_pre[r, :, :, :n].cpu(),
+                    key=k[r, :, :, :n].cpu(),
+                    value=v[r, :, :, :n].cpu(),
+                    attention=att[r, :, :, :n, :n].cpu(),
+                    output_heads=oh[r, :, :, :n].cpu(),
+                    output=o[r, :, :n].cpu(),
+                    hidden=hid[r, :, :n].cpu() if hid is not None else None,
+                    scaling=scaling,
+                    rotary=spec.rotary,
+                ),
             )
 
 
-def summarize_captures(ref: str, texts: list[str], reducer: Callable[[SampleCapture, bool], dict[str, torch.Tensor]],
-                       opts: RunOptions | None = None, *, hidden_states: bool = True,
-                       **overrides: Any) -> tuple[dict[str, Any], list[dict[str, torch.Tensor]], bool]:
+def summarize_captures(
+    ref: str,
+    texts: list[str],
+    reducer: Callable[[SampleCapture, bool], dict[str, torch.Tensor]],
+    opts: RunOptions | None = None,
+    *,
+    hidden_states: bool = True,
+    **overrides: Any,
+) -> tuple[dict[str, Any], list[dict[str, torch.Tensor]], bool]:
     """Apply ``reducer(capture, causal)`` per sample as it is produced; cached on disk.
 
     Returns ``(model record, per-sample summaries in text order, cache hit)``. ``reducer.key()``
     identifies the reduction in the cache key.
     """
     o = RunOptions.build(opts, **overrides)
-    payload, hit = run_cached(ref, texts, {"kind": "capture", **reducer_key(reducer)}, reducer, o, iterate_captures,
-                              hidden_states=hidden_states, namespace="captures")
+    payload, hit = run_cached(
+        ref,
+        texts,
+        {"kind": "capture", **reducer_key(reducer)},
+        reducer,
+        o,
+        iterate_captures,
+        hidden_states=hidden_states,
+        namespace="captures",
+    )
     return payload["record"], payload["results"], hit

@@ -19,10 +19,11 @@ The original functions are restored on exit, also when the block raises.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -54,7 +55,7 @@ Edit = Callable[[torch.Tensor, torch.nn.Module], torch.Tensor]  # weights [batch
 
 def arch_of(model: torch.nn.Module) -> str:
     """The transformers ``model_type`` of the (text) model."""
-    cfg = model.config
+    cfg: Any = model.config
     cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
     return str(cfg.model_type)
 
@@ -81,10 +82,14 @@ def attention_layers(model: torch.nn.Module) -> list[tuple[torch.nn.Module, torc
             base = name.rsplit(".", 1)[0] if spec.output_from_parent else name
             proj = named.get(f"{base}.{spec.output_projection}")
             if proj is None:
-                raise UnsupportedArchitectureError(f"no output projection {base}.{spec.output_projection} in {arch_of(model)}")
+                raise UnsupportedArchitectureError(
+                    f"no output projection {base}.{spec.output_projection} in {arch_of(model)}"
+                )
             found.append((mod, proj))
     if not found:
-        raise UnsupportedArchitectureError(f"no attention modules ending in {spec.attention_suffix!r} in {arch_of(model)}")
+        raise UnsupportedArchitectureError(
+            f"no attention modules ending in {spec.attention_suffix!r} in {arch_of(model)}"
+        )
     return found
 
 
@@ -93,21 +98,24 @@ def _eager_modules(layers: list[tuple[torch.nn.Module, torch.nn.Module]], model:
     if impl not in (None, "eager"):
         raise AttentionUnavailableError(
             f"the attention hook needs attn_implementation='eager', this model uses {impl!r}; load it with "
-            "sinkframes.models.load")
+            "sinkframes.models.load"
+        )
     found: dict[str, ModuleType] = {}
     for att, _ in layers:
         mod = sys.modules[type(att).__module__]
         if not hasattr(mod, "eager_attention_forward"):
             raise UnsupportedArchitectureError(
                 f"{mod.__name__} has no eager_attention_forward (this transformers version computes {arch_of(model)} "
-                "attention another way); use transformers >= 5")
+                "attention another way); use transformers >= 5"
+            )
         found[mod.__name__] = mod
     return list(found.values())
 
 
 @contextmanager
-def attention_hook(model: torch.nn.Module, *, read: Read | None = None,
-                   edit: Edit | None = None) -> Iterator[list[tuple[torch.nn.Module, torch.nn.Module]]]:
+def attention_hook(
+    model: torch.nn.Module, *, read: Read | None = None, edit: Edit | None = None
+) -> Iterator[list[tuple[torch.nn.Module, torch.nn.Module]]]:
     """Within the block, every eager attention call of ``model`` is read and/or edited.
 
     Yields the ``(attention module, output projection)`` pairs, in layer order.
@@ -117,8 +125,15 @@ def attention_hook(model: torch.nn.Module, *, read: Read | None = None,
     patched: list[tuple[ModuleType, Callable[..., Any]]] = []
 
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
-        def eager(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                  attention_mask: torch.Tensor | None, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        def eager(
+            module: torch.nn.Module,
+            query: torch.Tensor,
+            key: torch.Tensor,
+            value: torch.Tensor,
+            attention_mask: torch.Tensor | None,
+            *args: Any,
+            **kwargs: Any,
+        ) -> tuple[torch.Tensor, torch.Tensor]:
             out, weights = original(module, query, key, value, attention_mask, *args, **kwargs)
             if edit is not None:
                 weights = edit(weights, module)
@@ -129,10 +144,20 @@ def attention_hook(model: torch.nn.Module, *, read: Read | None = None,
                 scaling = kwargs.get("scaling")
                 if scaling is None:
                     scaling = getattr(module, "scaling", query.shape[-1] ** -0.5)
-                read(AttentionCall(layer=layer, module=module, query=query.detach(), key=key.detach(),
-                                   value=value.detach(), mask=None if attention_mask is None else attention_mask.detach(),
-                                   scaling=float(scaling), softcap=kwargs.get("softcap"), weights=weights.detach(),
-                                   output=out.detach()))
+                read(
+                    AttentionCall(
+                        layer=layer,
+                        module=module,
+                        query=query.detach(),
+                        key=key.detach(),
+                        value=value.detach(),
+                        mask=None if attention_mask is None else attention_mask.detach(),
+                        scaling=float(scaling),
+                        softcap=kwargs.get("softcap"),
+                        weights=weights.detach(),
+                        output=out.detach(),
+                    )
+                )
             return out, weights
 
         return eager

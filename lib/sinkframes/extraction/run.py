@@ -8,7 +8,8 @@ model, tokenizes, iterates the samples the given iterator yields and keeps only 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .. import models
 from ..cache import Cache, cache_key
@@ -25,15 +26,25 @@ def reducer_key(reducer: Any) -> dict[str, Any]:
     if not hasattr(reducer, "key"):
         raise TypeError(
             f"reducer {getattr(reducer, '__qualname__', reducer)!r} has no key() method; give it one that returns a "
-            "dict naming the reduction and every parameter it uses (it enters the cache key)")
+            "dict naming the reduction and every parameter it uses (it enters the cache key)"
+        )
     key = reducer.key()
     if not isinstance(key, dict):
         raise TypeError(f"{type(reducer).__name__}.key() must return a dict, got {type(key).__name__}")
     return key
 
 
-def run_cached(ref: str, texts: list[str], product: dict[str, Any], per_sample: Callable[..., Any], opts: RunOptions,
-               iterate: Iterate, *, hidden_states: bool, namespace: str) -> tuple[dict[str, Any], bool]:
+def run_cached(
+    ref: str,
+    texts: list[str],
+    product: dict[str, Any],
+    per_sample: Callable[..., Any],
+    opts: RunOptions,
+    iterate: Iterate,
+    *,
+    hidden_states: bool,
+    namespace: str,
+) -> tuple[dict[str, Any], bool]:
     """``({record, texts, tokens, results}, cache hit)`` for ``ref`` on ``texts``.
 
     ``per_sample(*sample, causal)`` reduces each sample as it comes; results follow the text order.

@@ -30,7 +30,10 @@ _EPS = 1e-12
 
 def _check(q: torch.Tensor, k: torch.Tensor) -> None:
     if q.dim() != 4 or k.dim() != 4 or q.shape[-2:] != k.shape[-2:] or q.shape[0] != k.shape[0]:
-        raise ValueError(f"queries [layer, head, token, dim] and keys [layer, kv_head, token, dim] must agree, got {tuple(q.shape)} and {tuple(k.shape)}")
+        raise ValueError(
+            "queries [layer, head, token, dim] and keys [layer, kv_head, token, dim] must agree, got "
+            f"{tuple(q.shape)} and {tuple(k.shape)}"
+        )
     if q.shape[-2] < 2:
         raise ValueError("at least 2 tokens are needed to compare position 0 with other keys")
 
@@ -54,7 +57,11 @@ def key_norms(key: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
         raise ValueError("at least 2 tokens are needed")
     seen = other_key_mask(n, causal).any(0)  # [token]
     other = norms[..., seen].mean(-1) if seen.any() else norms[..., 1:].mean(-1)
-    return {"key0_norm": norms[..., 0], "other_key_norm": other, "key_norm_ratio": norms[..., 0] / other.clamp_min(_EPS)}
+    return {
+        "key0_norm": norms[..., 0],
+        "other_key_norm": other,
+        "key_norm_ratio": norms[..., 0] / other.clamp_min(_EPS),
+    }
 
 
 def cosines(query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
@@ -78,7 +85,9 @@ def sink_alignment(query: torch.Tensor, key: torch.Tensor, causal: bool) -> dict
     return {"cos_to_sink": to_sink, "cos_to_others": other}
 
 
-def logit_decomposition(query: torch.Tensor, key: torch.Tensor, scaling: torch.Tensor | float, causal: bool) -> dict[str, torch.Tensor]:
+def logit_decomposition(
+    query: torch.Tensor, key: torch.Tensor, scaling: torch.Tensor | float, causal: bool
+) -> dict[str, torch.Tensor]:
     """Per ``[layer, head]`` (means over queries ``i >= 1`` that have other keys):
 
     - ``sink_logit``: ``s q_i . k_0``; ``other_logit``: mean of ``s q_i . k_j`` over other keys;
@@ -122,8 +131,14 @@ def logit_decomposition(query: torch.Tensor, key: torch.Tensor, scaling: torch.T
     return {name: v[..., rows].mean(-1) for name, v in out.items()}
 
 
-def geometry_summary(query_pre: torch.Tensor, query: torch.Tensor, key_pre: torch.Tensor, key: torch.Tensor,
-                     scaling: torch.Tensor | float, causal: bool) -> dict[str, torch.Tensor]:
+def geometry_summary(
+    query_pre: torch.Tensor,
+    query: torch.Tensor,
+    key_pre: torch.Tensor,
+    key: torch.Tensor,
+    scaling: torch.Tensor | float,
+    causal: bool,
+) -> dict[str, torch.Tensor]:
     """All geometry measures of one sample; ``[layer, head]`` (key norms ``[layer, kv_head]``)."""
     out: dict[str, torch.Tensor] = dict(key_norms(key, causal))
     for tag, (q, k) in {"pre": (query_pre, key_pre), "post": (query, key)}.items():

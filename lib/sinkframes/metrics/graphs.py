@@ -28,8 +28,8 @@ that define the same names differently (``official_code_spec.md`` sections 3 and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import torch
 
@@ -43,10 +43,30 @@ ALL_THRESHOLDS: tuple[float, ...] = tuple(sorted(set(PAPER_THRESHOLDS) | set(FIE
 LAPLACIAN_DENSE_MAX_TOKENS = 50
 STAR_COMPOSITE_WEIGHTS = (0.3, 0.7)  # basic, Gini
 
-CORRECTED_METRICS = ("lambda2", "lambda2_norm", "spectral_gap", "star_basic", "star_composite", "gini",
-                     "centralization", "degree_variance", "density", "density_allowed", "edges")
-LAPLACIAN_METRICS = ("fiedler", "spectral_gap", "star_likeness", "basic_star_likeness", "gini",
-                     "centralization", "degree_variance", "density", "error")
+CORRECTED_METRICS = (
+    "lambda2",
+    "lambda2_norm",
+    "spectral_gap",
+    "star_basic",
+    "star_composite",
+    "gini",
+    "centralization",
+    "degree_variance",
+    "density",
+    "density_allowed",
+    "edges",
+)
+LAPLACIAN_METRICS = (
+    "fiedler",
+    "spectral_gap",
+    "star_likeness",
+    "basic_star_likeness",
+    "gini",
+    "centralization",
+    "degree_variance",
+    "density",
+    "error",
+)
 FIEDLER_METRICS = ("fiedler", "star_likeness", "centralization", "degree_variance", "density", "error")
 
 
@@ -62,7 +82,9 @@ def pad_square(mats: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor
     out = torch.zeros((len(mats), *lead, big, big), dtype=torch.float32)
     for g, m in enumerate(mats):
         if m.shape[:-2] != lead or m.shape[-1] != m.shape[-2]:
-            raise ValueError(f"matrix {g} has shape {tuple(m.shape)}; expected [..., n, n] with leading shape {tuple(lead)}")
+            raise ValueError(
+                f"matrix {g} has shape {tuple(m.shape)}; expected [..., n, n] with leading shape {tuple(lead)}"
+            )
         n = m.shape[-1]
         out[g, ..., :n, :n] = m.float()
     return out, torch.tensor([m.shape[-1] for m in mats], dtype=torch.long)
@@ -104,8 +126,14 @@ def _degree_stats(deg: torch.Tensor, nodes: torch.Tensor) -> dict[str, torch.Ten
     var = (deg**2).sum(-1) / count.clamp(min=1) - mean**2
     gini = _gini(deg, count)
     wb, wg = STAR_COMPOSITE_WEIGHTS
-    return {"star_basic": basic, "gini": gini, "star_composite": wb * basic + wg * gini,
-            "centralization": central, "degree_variance": var.clamp(min=0), "nodes": count}
+    return {
+        "star_basic": basic,
+        "gini": gini,
+        "star_composite": wb * basic + wg * gini,
+        "centralization": central,
+        "degree_variance": var.clamp(min=0),
+        "nodes": count,
+    }
 
 
 def _spectrum(weights: torch.Tensor, valid: torch.Tensor, k: int = 3) -> torch.Tensor:
@@ -175,15 +203,21 @@ def threshold_graph_metrics(
         else:
             ev = torch.full((len(t), G, 3), float("nan"))
         allowed = n * (n - 1) / 2 if causal else n * (n - 1)
-        out.update({
-            "corrected/lambda2": ev[..., 1], "corrected/lambda2_norm": ev[..., 1] / n,
-            "corrected/spectral_gap": ev[..., 2] - ev[..., 1],
-            "corrected/star_basic": st["star_basic"], "corrected/star_composite": st["star_composite"],
-            "corrected/gini": st["gini"], "corrected/centralization": st["centralization"],
-            "corrected/degree_variance": st["degree_variance"],
-            "corrected/density": total / n**2,
-            "corrected/density_allowed": edges / allowed.clamp(min=1), "corrected/edges": edges,
-        })
+        out.update(
+            {
+                "corrected/lambda2": ev[..., 1],
+                "corrected/lambda2_norm": ev[..., 1] / n,
+                "corrected/spectral_gap": ev[..., 2] - ev[..., 1],
+                "corrected/star_basic": st["star_basic"],
+                "corrected/star_composite": st["star_composite"],
+                "corrected/gini": st["gini"],
+                "corrected/centralization": st["centralization"],
+                "corrected/degree_variance": st["degree_variance"],
+                "corrected/density": total / n**2,
+                "corrected/density_allowed": edges / allowed.clamp(min=1),
+                "corrected/edges": edges,
+            }
+        )
 
     if "laplacian" in variants or "fiedler" in variants:
         touched = (Bf.sum(-1) + deg) > 0  # nodes that appear in the edge list
@@ -199,10 +233,15 @@ def threshold_graph_metrics(
         if "laplacian" in variants:
             dense = (sizes <= LAPLACIAN_DENSE_MAX_TOKENS)[None, :, None]
             st = _degree_stats(deg, torch.where(dense, valid[None].expand_as(touched), touched))
-            vals = {"fiedler": ev[..., 1], "spectral_gap": ev[..., 2] - ev[..., 1],
-                    "star_likeness": st["star_composite"], "basic_star_likeness": st["star_basic"],
-                    "gini": st["gini"], "centralization": st["centralization"],
-                    "degree_variance": st["degree_variance"]}
+            vals = {
+                "fiedler": ev[..., 1],
+                "spectral_gap": ev[..., 2] - ev[..., 1],
+                "star_likeness": st["star_composite"],
+                "basic_star_likeness": st["star_basic"],
+                "gini": st["gini"],
+                "centralization": st["centralization"],
+                "degree_variance": st["degree_variance"],
+            }
             for k, v in vals.items():
                 out[f"laplacian/{k}"] = torch.where(error, zero, torch.nan_to_num(v, nan=0.0))
             out["laplacian/density"] = density
@@ -226,7 +265,8 @@ class SpectralReducer:
     ``{"<variant>/<metric>": [threshold, layer]}`` on the head-averaged matrix for every
     threshold in ``ALL_THRESHOLDS`` (the corrected and both faithful variants), and, if
     ``per_head``, ``{"head/<metric>": [layer, head]}`` for the corrected variant's degree statistics
-    at ``head_threshold`` (per-head spectra at every threshold would cost more than the forward pass). ``version`` enters cache keys: bump it when the output changes.
+    at ``head_threshold`` (per-head spectra at every threshold would cost more than the forward pass).
+    ``version`` enters cache keys: bump it when the output changes.
     """
 
     per_head: bool = True
@@ -237,9 +277,14 @@ class SpectralReducer:
     thresholds: tuple[float, ...] = field(default=ALL_THRESHOLDS)
 
     def key(self) -> dict:
-        return {"reducer": self.name, "version": self.version, "per_head": self.per_head,
-                "head_threshold": self.head_threshold, "head_metrics": list(self.head_metrics),
-                "thresholds": list(self.thresholds)}
+        return {
+            "reducer": self.name,
+            "version": self.version,
+            "per_head": self.per_head,
+            "head_threshold": self.head_threshold,
+            "head_metrics": list(self.head_metrics),
+            "thresholds": list(self.thresholds),
+        }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
         if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
@@ -250,8 +295,14 @@ class SpectralReducer:
         res = {k: v.contiguous() for k, v in out.items()}
         res["n_tokens"] = torch.tensor(n)
         if self.per_head:
-            heads = threshold_graph_metrics(attn.float().reshape(L * H, n, n), torch.full((L * H,), n), causal,
-                                            (self.head_threshold,), variants=("corrected",), spectra=False)
+            heads = threshold_graph_metrics(
+                attn.float().reshape(L * H, n, n),
+                torch.full((L * H,), n),
+                causal,
+                (self.head_threshold,),
+                variants=("corrected",),
+                spectra=False,
+            )
             for m in self.head_metrics:
                 res[f"head/{m}"] = heads[f"corrected/{m}"].reshape(L, H).contiguous()
         return res

@@ -157,7 +157,9 @@ def _row_probs(attn: torch.Tensor, faithful: bool, dtype: torch.dtype = torch.fl
     return torch.where(total > 0, a / total.where(total > 0, torch.ones_like(total)), torch.full_like(a, 1.0 / n))
 
 
-def _faithful_change(probs_rows: torch.Tensor, columns: torch.Tensor, before: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+def _faithful_change(
+    probs_rows: torch.Tensor, columns: torch.Tensor, before: torch.Tensor | None = None
+) -> dict[str, torch.Tensor]:
     """Faithful change on probabilities already restricted to the official rows ``[layer, head, 20, key]``."""
     if before is None:
         before = inter_head_divergence(probs_rows).mean(-1)
@@ -165,7 +167,9 @@ def _faithful_change(probs_rows: torch.Tensor, columns: torch.Tensor, before: to
     return {"before": before, "after": after, "reduction": before - after}
 
 
-def _corrected_change(probs: torch.Tensor, columns: torch.Tensor, before_rows: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+def _corrected_change(
+    probs: torch.Tensor, columns: torch.Tensor, before_rows: torch.Tensor | None = None
+) -> dict[str, torch.Tensor]:
     """Corrected change: all rows still defined after removal, the same rows before and after."""
     masked = remove_columns(probs, columns, "nan")
     defined = ~torch.isnan(masked[:, 0, :, 0])  # [layer, query]: the same rows for every head
@@ -227,8 +231,14 @@ class InformationReducer:
     version: int = 1
 
     def key(self) -> dict:
-        return {"reducer": self.name, "version": self.version, "quantiles": list(SINK_QUANTILES),
-                "rows": FAITHFUL_ROWS, "heads": FAITHFUL_HEADS, "tau": REFERENCE_TAU}
+        return {
+            "reducer": self.name,
+            "version": self.version,
+            "quantiles": list(SINK_QUANTILES),
+            "rows": FAITHFUL_ROWS,
+            "heads": FAITHFUL_HEADS,
+            "tau": REFERENCE_TAU,
+        }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
         a = _check(attn).float()

@@ -37,7 +37,9 @@ def _as_prob(p: torch.Tensor | np.ndarray, name: str = "p") -> torch.Tensor:
         raise ValueError(f"{name} has negative entries; pass probabilities, not logits")
     s = t.sum(-1)
     if not torch.allclose(s, torch.ones_like(s), atol=1e-3):
-        raise ValueError(f"{name} does not sum to 1 on its last axis (sums range {s.min().item():.4g}..{s.max().item():.4g})")
+        raise ValueError(
+            f"{name} does not sum to 1 on its last axis (sums range {s.min().item():.4g}..{s.max().item():.4g})"
+        )
     return t.clamp(min=0)
 
 
@@ -90,11 +92,17 @@ def distance_to_nearest_vertex(p: torch.Tensor | np.ndarray) -> torch.Tensor | n
     return _back(2.0 * torch.arccos(t.amax(-1).sqrt().clamp(0.0, 1.0)), p)
 
 
-def distance_to_uniform(p: torch.Tensor | np.ndarray, allowed: torch.Tensor | np.ndarray | None = None) -> torch.Tensor | np.ndarray:
+def distance_to_uniform(
+    p: torch.Tensor | np.ndarray, allowed: torch.Tensor | np.ndarray | None = None
+) -> torch.Tensor | np.ndarray:
     """``[...]``: distance to the uniform distribution over the ``allowed`` keys (bool mask
     broadcastable to ``p``; all keys when omitted). ``p`` must put no mass outside ``allowed``."""
     t = _as_prob(p)
-    mask = torch.ones_like(t, dtype=torch.bool) if allowed is None else torch.as_tensor(allowed, dtype=torch.bool).expand_as(t)
+    mask = (
+        torch.ones_like(t, dtype=torch.bool)
+        if allowed is None
+        else torch.as_tensor(allowed, dtype=torch.bool).expand_as(t)
+    )
     m = mask.sum(-1).to(t.dtype)
     if (m == 0).any():
         raise ValueError("every row needs at least one allowed key")
@@ -173,7 +181,9 @@ def logit_for_share(share: float, other_logits: torch.Tensor | np.ndarray) -> to
     return _back(math.log(share / (1 - share)) + torch.logsumexp(o, -1), other_logits)
 
 
-def key_norm_for_margin(margin: float | np.ndarray, query_norm: float, cosine: float, head_dim: int) -> float | np.ndarray:
+def key_norm_for_margin(
+    margin: float | np.ndarray, query_norm: float, cosine: float, head_dim: int
+) -> float | np.ndarray:
     """Key norm that turns a query of norm ``query_norm`` at angle ``arccos(cosine)`` into the logit
     ``margin`` (scaled dot product ``|q| |k| cos / sqrt(d)``; competitors' logits taken as 0)."""
     if query_norm <= 0 or not 0 < cosine <= 1 or head_dim < 1:
@@ -181,8 +191,15 @@ def key_norm_for_margin(margin: float | np.ndarray, query_norm: float, cosine: f
     return np.asarray(margin, dtype=float) * math.sqrt(head_dim) / (query_norm * cosine)
 
 
-def sink_sweep(n_keys: int, sink_logits: np.ndarray, *, content_std: float = 1.0, noise_std: float = 1.0,
-               n_draws: int = 200, seed: int = 0) -> dict[str, np.ndarray]:
+def sink_sweep(
+    n_keys: int,
+    sink_logits: np.ndarray,
+    *,
+    content_std: float = 1.0,
+    noise_std: float = 1.0,
+    n_draws: int = 200,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
     """One key (the sink) with logit ``t`` against ``n_keys - 1`` content keys whose logits are
     drawn ``N(0, content_std^2)`` (seeded). For each ``t``, averaged over ``n_draws`` draws: the
     sink's share, the row entropy, its Fisher-Rao distance to the nearest vertex and to the
@@ -245,7 +262,9 @@ def row_descriptors(attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]
     d_uniform = 2.0 * torch.arccos(bc_uniform)
     d_vertex_bary = 2.0 * torch.arccos(1.0 / m.sqrt())  # [query-1], > 0 since m >= 2
     d_vertex = 2.0 * torch.arccos(top.sqrt().clamp(0.0, 1.0))
-    near_vertex = (top > 0.5).to(a.dtype)  # d_vertex < pi/2 exactly when max share > 1/2; compared on shares to avoid arccos rounding
+    near_vertex = (top > 0.5).to(
+        a.dtype
+    )  # d_vertex < pi/2 exactly when max share > 1/2; compared on shares to avoid arccos rounding
     first_is_top = (a.argmax(-1) == 0).to(a.dtype)
     return {
         "entropy": ent,

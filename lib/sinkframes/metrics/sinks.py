@@ -135,8 +135,13 @@ class SinkSummaryReducer:
     version: int = 1
 
     def key(self) -> dict:
-        return {"reducer": self.name, "version": self.version, "tau": self.tau,
-                "min_fraction": self.min_fraction, "min_sources": self.min_sources}
+        return {
+            "reducer": self.name,
+            "version": self.version,
+            "tau": self.tau,
+            "min_fraction": self.min_fraction,
+            "min_sources": self.min_sources,
+        }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
         a = _check(attn)

@@ -60,6 +60,7 @@ FIGURE_MIN_CONSISTENCY = 0.5  # official figure rule
 
 # ----------------------------------------------------------------------------- helpers
 
+
 def _square(mat: np.ndarray | torch.Tensor, name: str = "attention") -> np.ndarray:
     a = mat.detach().cpu().numpy() if isinstance(mat, torch.Tensor) else np.asarray(mat)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1:
@@ -103,6 +104,7 @@ def _flag_persistence(filtration: np.ndarray, max_scale: float) -> tuple[np.ndar
 
 
 # ----------------------------------------------------------------------------- faithful
+
 
 def faithful_distance(avg: np.ndarray | torch.Tensor) -> np.ndarray:
     """``1 - Ā`` in float32 on the (at most 30) subsampled tokens, as the official code builds it."""
@@ -184,8 +186,19 @@ def _bar_stats(dgm: np.ndarray) -> tuple[float, float]:
     return (float(life.mean()), float(life.max())) if life.size else (float("nan"), float("nan"))
 
 
-FAITHFUL_FIELDS = ("betti0", "betti1", "dim0_avg", "dim0_max", "dim1_avg", "dim1_max",
-                   "attention_mean", "attention_max", "attention_min", "attention_std", "self_attention")
+FAITHFUL_FIELDS = (
+    "betti0",
+    "betti1",
+    "dim0_avg",
+    "dim0_max",
+    "dim1_avg",
+    "dim1_max",
+    "attention_mean",
+    "attention_max",
+    "attention_min",
+    "attention_std",
+    "self_attention",
+)
 
 
 def faithful_layer(avg: np.ndarray | torch.Tensor) -> dict[str, float]:
@@ -198,10 +211,19 @@ def faithful_layer(avg: np.ndarray | torch.Tensor) -> dict[str, float]:
     # not an official output: the mean self-attention of the sampled tokens after the first, which
     # the H0 persistence of a causal model reduces to
     self_att = float(np.diag(a)[idx].mean()) if idx.size else float("nan")
-    return {"betti0": float(len(h0)), "betti1": float(len(h1)), "dim0_avg": d0a, "dim0_max": d0m,
-            "dim1_avg": d1a, "dim1_max": d1m, "attention_mean": float(a.mean()), "attention_max": float(a.max()),
-            "attention_min": float(a.min()), "attention_std": float(a.std()),
-            "self_attention": self_att}
+    return {
+        "betti0": float(len(h0)),
+        "betti1": float(len(h1)),
+        "dim0_avg": d0a,
+        "dim0_max": d0m,
+        "dim1_avg": d1a,
+        "dim1_max": d1m,
+        "attention_mean": float(a.mean()),
+        "attention_max": float(a.max()),
+        "attention_min": float(a.min()),
+        "attention_std": float(a.std()),
+        "self_attention": self_att,
+    }
 
 
 def faithful_top_keys(attn: torch.Tensor) -> torch.Tensor:
@@ -210,6 +232,7 @@ def faithful_top_keys(attn: torch.Tensor) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- corrected
+
 
 def observed_pairs(n: int, causal: bool) -> np.ndarray:
     """``[query, key]`` bool: entries the model could fill (``j <= i`` when causal, all otherwise)."""
@@ -291,7 +314,9 @@ class CorrectedLayer:
         return total_persistence(self.h0 if dim == 0 else self.h1, self.max_scale)
 
 
-def corrected_layer(avg: np.ndarray | torch.Tensor, causal: bool, thresholds: np.ndarray = CURVE_THRESHOLDS) -> CorrectedLayer:
+def corrected_layer(
+    avg: np.ndarray | torch.Tensor, causal: bool, thresholds: np.ndarray = CURVE_THRESHOLDS
+) -> CorrectedLayer:
     """Corrected diagrams of one head-averaged matrix (all tokens, no subsampling).
 
     The filtration stops at the smallest threshold (scale ``1 - min(thresholds)``): weaker edges
@@ -319,6 +344,7 @@ def position_label(pos: int, n: int) -> str:
 
 # ----------------------------------------------------------------------------- per-sample reducer
 
+
 @dataclass(frozen=True)
 class TopologyReducer:
     """One sample's attention ``[layer, head, n, n]`` -> faithful and corrected topology, per layer.
@@ -334,8 +360,13 @@ class TopologyReducer:
     version: int = 2
 
     def key(self) -> dict[str, Any]:
-        return {"reducer": self.name, "version": self.version, "max_tokens": self.max_tokens,
-                "max_points": FAITHFUL_MAX_POINTS, "thresholds": [float(t) for t in CURVE_THRESHOLDS]}
+        return {
+            "reducer": self.name,
+            "version": self.version,
+            "max_tokens": self.max_tokens,
+            "max_points": FAITHFUL_MAX_POINTS,
+            "thresholds": [float(t) for t in CURVE_THRESHOLDS],
+        }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
         if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
@@ -345,11 +376,11 @@ class TopologyReducer:
         fa = a[..., : self.max_tokens, : self.max_tokens] if causal else a
         favg = fa.mean(1).numpy()  # [layer, query, key] (faithful input)
         avg = a.mean(1).numpy()  # [layer, query, key]
-        per_layer = [faithful_layer(favg[l]) for l in range(n_layers)]
+        per_layer = [faithful_layer(favg[layer]) for layer in range(n_layers)]
         faithful = np.array([[d[f] for f in FAITHFUL_FIELDS] for d in per_layer])  # [layer, field]
         b0, b1, tp0, tp1, nb1, mp1 = [], [], [], [], [], []
-        for l in range(n_layers):
-            c = corrected_layer(avg[l], causal)
+        for layer in range(n_layers):
+            c = corrected_layer(avg[layer], causal)
             b0.append(c.betti0)
             b1.append(c.betti1)
             tp0.append(c.total_persistence(0))

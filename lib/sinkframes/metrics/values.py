@@ -194,12 +194,17 @@ def faithful_decomposition(avg_attn: torch.Tensor, hidden_in: torch.Tensor) -> d
         ok = torch.isfinite(v)
         return (torch.where(ok, v, 0.0).sum(-1) / ok.sum(-1).clamp_min(1)).float()
 
-    return {"relative_magnitude": mean(rel), "directional_guidance": mean(direc), "information_change": mean(info),
-            "reference_count": refs.sum(-1).float()}
+    return {
+        "relative_magnitude": mean(rel),
+        "directional_guidance": mean(direc),
+        "information_change": mean(info),
+        "reference_count": refs.sum(-1).float(),
+    }
 
 
-def corrected_decomposition(attn: torch.Tensor, value: torch.Tensor, output_heads: torch.Tensor, causal: bool,
-                            refs: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+def corrected_decomposition(
+    attn: torch.Tensor, value: torch.Tensor, output_heads: torch.Tensor, causal: bool, refs: torch.Tensor | None = None
+) -> dict[str, torch.Tensor]:
     """Per ``[layer, head]``: split each head's real output ``o_i = Σ_j A_ij v_j`` into its reference
     part ``r_i = Σ_{j∈R} A_ij v_j`` and the rest, over queries ``i`` that have a choice and are not
     reference tokens themselves (no placeholders).
@@ -226,7 +231,11 @@ def corrected_decomposition(attn: torch.Tensor, value: torch.Tensor, output_head
         m = torch.where(ok, x, 0.0).sum(-1) / cnt.clamp_min(1)
         return torch.where(cnt > 0, m, torch.full_like(m, float("nan")))
 
-    return {"relative_magnitude": mean(rel), "directional_guidance": mean((cos + 1) / 2), "reference_count": refs.sum(-1).float()}
+    return {
+        "relative_magnitude": mean(rel),
+        "directional_guidance": mean((cos + 1) / 2),
+        "reference_count": refs.sum(-1).float(),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,8 +262,9 @@ def faithful_summary(attn: torch.Tensor, hidden: torch.Tensor) -> dict[str, torc
     return out
 
 
-def corrected_summary(attn: torch.Tensor, value: torch.Tensor, output_heads: torch.Tensor, output: torch.Tensor,
-                      causal: bool) -> dict[str, torch.Tensor]:
+def corrected_summary(
+    attn: torch.Tensor, value: torch.Tensor, output_heads: torch.Tensor, output: torch.Tensor, causal: bool
+) -> dict[str, torch.Tensor]:
     """All corrected measures of one sample: ``[layer, head]`` per head, ``[layer]`` per token mix."""
     n = attn.shape[-1]
     rows = query_rows(n, causal)
@@ -274,4 +284,9 @@ def first_last(per_layer: torch.Tensor | list[float]) -> dict[str, float]:
     """First and last layer of a per-layer profile, their difference (the paper's "fold") and ratio."""
     x = torch.tensor(np.asarray(per_layer, dtype=np.float64))
     first, last = float(x[0]), float(x[-1])
-    return {"first": first, "last": last, "difference": last - first, "ratio": last / first if first != 0 else float("nan")}
+    return {
+        "first": first,
+        "last": last,
+        "difference": last - first,
+        "ratio": last / first if first != 0 else float("nan"),
+    }

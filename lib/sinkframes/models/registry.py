@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class OfflineModel:
     key: str
@@ -74,8 +75,6 @@ FAMILIES: dict[str, tuple[str, str]] = {
 }
 
 ENCODER_TYPES = {"bert", "xlm-roberta", "roberta"}
-
-
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,9 @@ class TinySpec:
 
 TINY_SPECS: dict[str, TinySpec] = {
     "llama": TinySpec("LlamaConfig", True, ("<bos>",), (), (("num_key_value_heads", KV_HEADS),)),
-    "mistral": TinySpec("MistralConfig", True, ("<bos>",), (), (("num_key_value_heads", KV_HEADS), ("sliding_window", 128))),
+    "mistral": TinySpec(
+        "MistralConfig", True, ("<bos>",), (), (("num_key_value_heads", KV_HEADS), ("sliding_window", 128))
+    ),
     "qwen2": TinySpec("Qwen2Config", True, (), (), (("num_key_value_heads", KV_HEADS),)),
     "gemma3": TinySpec(
         "Gemma3TextConfig",
@@ -126,7 +128,9 @@ def tiny_config(arch: str):
         pad_token_id=tok.pad_token_id,
     )
     if spec.causal:
-        kwargs.update(bos_token_id=tok.convert_tokens_to_ids("<bos>"), eos_token_id=tok.eos_token_id, tie_word_embeddings=True)
+        kwargs.update(
+            bos_token_id=tok.convert_tokens_to_ids("<bos>"), eos_token_id=tok.eos_token_id, tie_word_embeddings=True
+        )
     kwargs.update(dict(spec.extra))
     cfg = cls(**kwargs)
     cfg._attn_implementation = "eager"

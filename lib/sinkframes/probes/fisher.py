@@ -86,7 +86,20 @@ def corrected_group(name: str) -> str:
         return "attention"
     if "norm" in low:
         return "norm"
-    if any(k in low for k in ("mlp", "intermediate", "output.dense", "feed_forward", "ffn", "fc1", "fc2", "dense_h_to_4h", "dense_4h_to_h")):
+    if any(
+        k in low
+        for k in (
+            "mlp",
+            "intermediate",
+            "output.dense",
+            "feed_forward",
+            "ffn",
+            "fc1",
+            "fc2",
+            "dense_h_to_4h",
+            "dense_4h_to_h",
+        )
+    ):
         return "mlp"
     return "other"
 
@@ -109,7 +122,9 @@ def squared_grad_norms(model: torch.nn.Module, faithful: bool = False) -> dict[s
 # losses
 
 
-def _encoder_inputs(ids: torch.Tensor, special: torch.Tensor, mask_id: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def _encoder_inputs(
+    ids: torch.Tensor, special: torch.Tensor, mask_id: int, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask 15 % of the non-special positions (at least one); returns masked ids and the mask."""
     cand = (~special).nonzero().flatten()
     if cand.numel() == 0:
@@ -127,8 +142,17 @@ def _pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (hidden * m).sum(-2) / m.sum(-2).clamp(min=1)
 
 
-def _loss(model: torch.nn.Module, causal: bool, has_mlm_head: bool, ids: torch.Tensor, attn_mask: torch.Tensor,
-          special: torch.Tensor, mask_id: int | None, gen: torch.Generator, faithful: bool) -> torch.Tensor:
+def _loss(
+    model: torch.nn.Module,
+    causal: bool,
+    has_mlm_head: bool,
+    ids: torch.Tensor,
+    attn_mask: torch.Tensor,
+    special: torch.Tensor,
+    mask_id: int | None,
+    gen: torch.Generator,
+    faithful: bool,
+) -> torch.Tensor:
     """The loss of one sentence (``ids`` ``[1, token]``) for the model type and mode."""
     if causal:
         labels = ids.clone()
@@ -153,7 +177,9 @@ def objective(causal: bool, has_mlm_head: bool) -> str:
     """Plain name of the loss used for a model."""
     if causal:
         return "next-token cross-entropy"
-    return "masked-token cross-entropy" if has_mlm_head else "masked-sentence embedding consistency (no MLM head shipped)"
+    return (
+        "masked-token cross-entropy" if has_mlm_head else "masked-sentence embedding consistency (no MLM head shipped)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,17 +207,34 @@ class FisherResult:
         ``other`` (as the official total); corrected: share of the layers' total."""
         per = self.per_sentence_layers()
         mean = per.mean(0)
-        other = float(self.values[self.values["layer"] < 0].groupby("sentence")["fisher"].sum().mean()) if (self.values["layer"] < 0).any() else 0.0
+        other = (
+            float(self.values[self.values["layer"] < 0].groupby("sentence")["fisher"].sum().mean())
+            if (self.values["layer"] < 0).any()
+            else 0.0
+        )
         total = mean.sum() + (other if self.mode == "faithful" else 0.0)
-        return pd.DataFrame({"layer": range(self.n_layers), "region": [stats.region_of(i, self.n_layers) for i in range(self.n_layers)],
-                             "fisher": mean, "share": mean / total if total > 0 else np.nan})
+        return pd.DataFrame(
+            {
+                "layer": range(self.n_layers),
+                "region": [stats.region_of(i, self.n_layers) for i in range(self.n_layers)],
+                "fisher": mean,
+                "share": mean / total if total > 0 else np.nan,
+            }
+        )
 
     def early_share(self, seed: int = 0, n_boot: int = 2000) -> tuple[float, float, float]:
         """Share of the layers' Fisher in the early third, with a bootstrap interval over sentences."""
         per = self.per_sentence_layers()
         early = stats.layer_regions(self.n_layers)["early"]
         if self.mode == "faithful":
-            other = self.values[self.values["layer"] < 0].groupby("sentence")["fisher"].sum().reindex(range(per.shape[0])).fillna(0).to_numpy()
+            other = (
+                self.values[self.values["layer"] < 0]
+                .groupby("sentence")["fisher"]
+                .sum()
+                .reindex(range(per.shape[0]))
+                .fillna(0)
+                .to_numpy()
+            )
         else:
             other = np.zeros(per.shape[0])
 
@@ -201,7 +244,7 @@ class FisherResult:
 
         rng = np.random.default_rng(seed)
         m = per.shape[0]
-        boots = [share(rng.integers(0, m, m)) for _ in range(n_boot)]
+        boots = [share(np.asarray(rng.integers(0, m, size=m))) for _ in range(n_boot)]
         return share(np.arange(m)), float(np.nanquantile(boots, 0.025)), float(np.nanquantile(boots, 0.975))
 
     def groups(self) -> pd.DataFrame:
@@ -218,8 +261,14 @@ class FisherResult:
         return df
 
 
-def fisher_norms(lm: Any, texts: list[str], mode: Mode = "corrected", seed: int = 0, has_mlm_head: bool | None = None,
-                 progress: bool = True) -> FisherResult:
+def fisher_norms(
+    lm: Any,
+    texts: list[str],
+    mode: Mode = "corrected",
+    seed: int = 0,
+    has_mlm_head: bool | None = None,
+    progress: bool = True,
+) -> FisherResult:
     """Per-sentence squared gradient norms of ``lm`` (a ``models.LoadedModel``) on ``texts``."""
     mode = check_mode(mode)
     faithful = mode == "faithful"
@@ -227,16 +276,34 @@ def fisher_norms(lm: Any, texts: list[str], mode: Mode = "corrected", seed: int 
     if has_mlm_head is None:
         has_mlm_head = hasattr(model, "cls") or type(model).__name__.endswith("ForMaskedLM")
     if faithful:
-        enc = tok([t[:FAITHFUL_MAX_CHARS] for t in texts], padding=True, truncation=True, max_length=FAITHFUL_MAX_LENGTH,
-                  return_tensors="pt", return_special_tokens_mask=True)
-        batches = [(enc["input_ids"][i : i + 1], enc["attention_mask"][i : i + 1], enc["special_tokens_mask"][i : i + 1].bool())
-                   for i in range(len(texts))]
+        enc = tok(
+            [t[:FAITHFUL_MAX_CHARS] for t in texts],
+            padding=True,
+            truncation=True,
+            max_length=FAITHFUL_MAX_LENGTH,
+            return_tensors="pt",
+            return_special_tokens_mask=True,
+        )
+        batches = [
+            (
+                enc["input_ids"][i : i + 1],
+                enc["attention_mask"][i : i + 1],
+                enc["special_tokens_mask"][i : i + 1].bool(),
+            )
+            for i in range(len(texts))
+        ]
         if rec.causal and tok.eos_token_id is not None:  # the official code pads decoders with EOS
             batches = [(ids.masked_fill(am == 0, tok.eos_token_id), am, sp) for ids, am, sp in batches]
     else:
         batches = []
         for t in texts:
-            enc = tok(t, truncation=True, max_length=CORRECTED_MAX_LENGTH, return_tensors="pt", return_special_tokens_mask=True)
+            enc = tok(
+                t,
+                truncation=True,
+                max_length=CORRECTED_MAX_LENGTH,
+                return_tensors="pt",
+                return_special_tokens_mask=True,
+            )
             batches.append((enc["input_ids"], enc["attention_mask"], enc["special_tokens_mask"].bool()))
     names = {n: (layer_index(n), corrected_group(n), official_group(n)) for n, _ in model.named_parameters()}
     gen = torch.Generator().manual_seed(seed)
@@ -244,11 +311,21 @@ def fisher_norms(lm: Any, texts: list[str], mode: Mode = "corrected", seed: int 
     model.eval()
     rows = []
     try:
-        for s, (ids, am, special) in enumerate(tqdm(batches, desc=f"{rec.ref}: Fisher ({mode})", disable=not progress,
-                                                     file=sys.stderr, leave=False)):
+        for s, (ids, am, special) in enumerate(
+            tqdm(batches, desc=f"{rec.ref}: Fisher ({mode})", disable=not progress, file=sys.stderr, leave=False)
+        ):
             model.zero_grad(set_to_none=True)
-            loss = _loss(model, rec.causal, has_mlm_head, ids.to(lm.device), am.to(lm.device), special.to(lm.device),
-                         tok.mask_token_id, gen, faithful)
+            loss = _loss(
+                model,
+                rec.causal,
+                has_mlm_head,
+                ids.to(lm.device),
+                am.to(lm.device),
+                special.to(lm.device),
+                tok.mask_token_id,
+                gen,
+                faithful,
+            )
             loss.backward()
             for name, val in squared_grad_norms(model, faithful).items():
                 layer, group, ogroup = names[name]
@@ -260,16 +337,25 @@ def fisher_norms(lm: Any, texts: list[str], mode: Mode = "corrected", seed: int 
     return FisherResult(rec.ref, mode, rec.n_layers, objective(rec.causal, has_mlm_head), values)
 
 
-def cached_fisher(ref: str, texts: list[str], mode: Mode = "corrected", seed: int = 0, opts: RunOptions | None = None,
-                  **overrides: Any) -> FisherResult:
+def cached_fisher(
+    ref: str,
+    texts: list[str],
+    mode: Mode = "corrected",
+    seed: int = 0,
+    opts: RunOptions | None = None,
+    **overrides: Any,
+) -> FisherResult:
     """:func:`fisher_norms` for ``ref`` through the on-disk cache (the backward passes are the cost).
 
     The mode's own fixed token limit (128 faithful, 512 corrected) and character cut enter the key.
     """
     mode = check_mode(mode)
     o = RunOptions.build(opts, **overrides)
-    limits = ({"max_tokens": FAITHFUL_MAX_LENGTH, "max_chars": FAITHFUL_MAX_CHARS} if mode == "faithful"
-              else {"max_tokens": CORRECTED_MAX_LENGTH, "max_chars": None})
+    limits = (
+        {"max_tokens": FAITHFUL_MAX_LENGTH, "max_chars": FAITHFUL_MAX_CHARS}
+        if mode == "faithful"
+        else {"max_tokens": CORRECTED_MAX_LENGTH, "max_chars": None}
+    )
     key = cache_key({"kind": "fisher", "version": FISHER_VERSION}, ref, list(texts), o, mode=mode, seed=seed, **limits)
 
     def compute() -> dict[str, Any]:

@@ -106,8 +106,9 @@ class OutputCheck:
 
 
 @torch.no_grad()
-def output_check(lm: LoadedModel, texts: list[str], seed: int = 0, opts: RunOptions | None = None,
-                 noop: bool = False) -> pd.DataFrame:
+def output_check(
+    lm: LoadedModel, texts: list[str], seed: int = 0, opts: RunOptions | None = None, noop: bool = False
+) -> pd.DataFrame:
     """Per-sentence scores for removing position 0 (``sink``) and a random key (``random``).
 
     ``noop=True`` adds a ``noop`` condition (the edit installed but removing nothing), which must
@@ -128,8 +129,11 @@ def output_check(lm: LoadedModel, texts: list[str], seed: int = 0, opts: RunOpti
                 edited = _outputs(lm, input_ids, mask)
             for r, i in enumerate(idx):
                 n = len(ids[i])
-                score = (_decoder_scores(base[r], edited[r], ids[i]) if lm.record.causal
-                         else _encoder_scores(base[r], edited[r], n))
+                score = (
+                    _decoder_scores(base[r], edited[r], ids[i])
+                    if lm.record.causal
+                    else _encoder_scores(base[r], edited[r], n)
+                )
                 rows.append({"sentence": i, "condition": cond, "removed_key": keys[i], "n_tokens": n, **score})
     return pd.DataFrame(rows).sort_values("sentence", kind="stable").reset_index(drop=True)
 
@@ -156,8 +160,9 @@ def summarize_check(ref: str, causal: bool, per: pd.DataFrame, seed: int = 0) ->
     return OutputCheck(ref, causal, per, summary)
 
 
-def cached_output_check(ref: str, texts: list[str], seed: int = 0, opts: RunOptions | None = None,
-                        **overrides: Any) -> OutputCheck:
+def cached_output_check(
+    ref: str, texts: list[str], seed: int = 0, opts: RunOptions | None = None, **overrides: Any
+) -> OutputCheck:
     """:func:`output_check` and :func:`summarize_check` for ``ref``, through the on-disk cache."""
     o = RunOptions.build(opts, **overrides)
     key = cache_key({"kind": "output_check", "version": OUTPUT_CHECK_VERSION}, ref, list(texts), o, seed=seed)
