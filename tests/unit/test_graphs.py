@@ -15,9 +15,9 @@ from tests.attention_cases import causal_first_sink, causal_uniform, previous_to
 N = 8
 
 
-def metrics(mats, causal=True, thresholds=(0.05,), variants=("corrected", "laplacian", "fiedler")):
+def metrics(mats, causal=True, thresholds=(0.05,), modes=("corrected", "faithful")):
     att, sizes = g.pad_square(list(mats))
-    out = g.threshold_graph_metrics(att, sizes, causal, thresholds, variants)
+    out = g.threshold_graph_metrics(att, sizes, causal, thresholds, modes)
     return {k: v.numpy() for k, v in out.items()}  # each [threshold, graph]
 
 
@@ -217,7 +217,7 @@ def test_reducer_shapes_and_per_head():
 def test_bad_input_is_rejected():
     with pytest.raises(ValueError, match="graph, N, N"):
         g.threshold_graph_metrics(torch.zeros(3, 4), torch.tensor([4]), True)
-    with pytest.raises(ValueError, match="unknown variants"):
-        g.threshold_graph_metrics(torch.zeros(1, 4, 4), torch.tensor([4]), True, variants=("nope",))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        g.threshold_graph_metrics(torch.zeros(1, 4, 4), torch.tensor([4]), True, modes=("nope",))
     with pytest.raises(ValueError, match="layer, head"):
         g.SpectralReducer()(torch.zeros(4, 4), causal=True)

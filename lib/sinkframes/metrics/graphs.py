@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..types import MODES, Mode, check_mode
+
 #: the thresholds of the paper (Sec. 4) and of ``laplacian.ipynb``
 PAPER_THRESHOLDS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 #: the list in ``fiedler.ipynb``: 0.5 where the paper has 0.05
@@ -40,6 +42,8 @@ FIEDLER_NOTEBOOK_THRESHOLDS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.5,
 #: every threshold either variant needs, sorted
 ALL_THRESHOLDS: tuple[float, ...] = tuple(sorted(set(PAPER_THRESHOLDS) | set(FIEDLER_NOTEBOOK_THRESHOLDS)))
 #: ``laplacian.ipynb`` builds the graph from its edge list (isolated nodes dropped) above this size
+#: the official notebooks behind the faithful mode: laplacian.ipynb and fiedler.ipynb
+FAITHFUL_VARIANTS = ("laplacian", "fiedler")
 LAPLACIAN_DENSE_MAX_TOKENS = 50
 STAR_COMPOSITE_WEIGHTS = (0.3, 0.7)  # basic, Gini
 
@@ -159,21 +163,23 @@ def threshold_graph_metrics(
     sizes: torch.Tensor,
     causal: bool,
     thresholds: Sequence[float] = ALL_THRESHOLDS,
-    variants: Sequence[str] = ("corrected", "laplacian", "fiedler"),
+    modes: Sequence[Mode] = MODES,
     spectra: bool = True,
 ) -> dict[str, torch.Tensor]:
     """Graph metrics of every matrix at every threshold.
 
     ``att`` ``[graph, N, N]`` padded attention (rows = queries, columns = keys), ``sizes``
-    ``[graph]``. Returns ``{"<variant>/<metric>": [threshold, graph]}`` for the requested variants
-    (see the module docstring for their definitions). ``spectra=False`` skips the eigenvalues of the
+    ``[graph]``. Returns ``{"<variant>/<metric>": [threshold, graph]}`` for the requested modes:
+    ``"corrected"`` gives the ``corrected`` variant, ``"faithful"`` both official notebooks'
+    variants, ``laplacian`` and ``fiedler`` (see the module docstring for their definitions).
+    ``spectra=False`` skips the eigenvalues of the
     corrected variant (its lambda2 and spectral gap are then NaN), for degree statistics alone.
     """
     if att.dim() != 3 or att.shape[-1] != att.shape[-2]:
         raise ValueError(f"attention must be [graph, N, N], got {tuple(att.shape)}")
-    unknown = set(variants) - {"corrected", "laplacian", "fiedler"}
-    if unknown:
-        raise ValueError(f"unknown variants {sorted(unknown)}; use corrected, laplacian, fiedler")
+    variants = set(FAITHFUL_VARIANTS) if "faithful" in {check_mode(m) for m in modes} else set()
+    if "corrected" in modes:
+        variants.add("corrected")
     a = att.float()
     G, N, _ = a.shape
     sizes = sizes.to(a.device).long()
@@ -300,7 +306,7 @@ class SpectralReducer:
                 torch.full((L * H,), n),
                 causal,
                 (self.head_threshold,),
-                variants=("corrected",),
+                modes=("corrected",),
                 spectra=False,
             )
             for m in self.head_metrics:
