@@ -46,6 +46,31 @@ def test_sinks_json_and_cache_hit(capsys):
     assert extract.STATS == before
 
 
+def test_sinks_json_is_the_analysis_result(capsys):
+    from sinkframes import corpus
+    from sinkframes.analyses import frames
+
+    assert main(["sinks", "tiny:llama", "--n", "4", "--json", "--device", "cpu", "--batch-size", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    sample = corpus.sample_sentences(4, seed=0)["text"].tolist()
+    res = frames.analyse_model("tiny:llama", sample, seed=0, batch_size=2, device="cpu", progress=False)
+    assert res.from_cache and out == frames.to_json(res) and out["frame"] == res.data["frame"]
+
+
+def test_analyse_takes_run_options_as_an_object_or_as_keywords(texts):
+    from sinkframes.analyses import frames
+    from sinkframes.types import RunOptions
+
+    opts = dict(batch_size=2, bos_policy="force", device="cpu", progress=False)
+    a = frames.analyse(["tiny:qwen2"], texts[:3], seed=1, **opts)[0]
+    b = frames.analyse(["tiny:qwen2"], texts[:3], RunOptions(**opts), seed=1)[0]
+    assert a.params["bos_policy"] == "force" and a.params["seed"] == 1 and a.params["batch_size"] == 2
+    assert not a.from_cache and b.from_cache and a.layers.equals(b.layers)
+    assert len(a.data["position0_tokens"]) == 1  # one forced start token for every sentence
+    with pytest.raises(TypeError, match="unknown run option"):
+        frames.analyse(["tiny:qwen2"], texts[:3], batch=2)
+
+
 def test_errors_exit_2_with_a_message(capsys):
     assert main(["sinks", "tiny:nope", "--n", "2"]) == 2
     assert "unknown tiny architecture" in capsys.readouterr().err
@@ -62,7 +87,8 @@ def test_real_offline_models_through_the_module_entry_point(ref, layers, tmp_pat
     assert run1.returncode == 0, run1.stderr[-2000:]
     out = json.loads(run1.stdout)
     assert out["n_sentences"] == 20 and len(out["layers"]) == layers
-    assert all(0.0 <= r[k] <= 1.0 for r in out["layers"] for k in ("first_token_share", "last_token_share", "sink_concentration"))
+    assert all(0.0 <= r[k] <= 1.0 for r in out["layers"]
+               for k in ("first_token_share", "last_token_share", "sink_concentration"))
     assert "forward passes" in run1.stderr
     run2 = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert run2.returncode == 0 and json.loads(run2.stdout) == out

@@ -8,7 +8,7 @@ import torch
 
 from sinkframes import paper
 from sinkframes.analyses import geometry_values as gv
-from sinkframes.metrics import values
+from sinkframes.report import geometry_values as gv_report
 from sinkframes.types import MODES
 
 RECORD = {"ref": "toy", "n_layers": 3, "paper_frame": "centralized", "position_encoding": "RoPE, theta=10000",
@@ -19,7 +19,8 @@ def _summary(scale: float) -> dict[str, torch.Tensor]:
     """One sample: 3 layers, 2 heads; geometry says 'small, aligned sink key'; entropy falls, magnitude rises."""
     per_head = lambda v: torch.tensor(v, dtype=torch.float32).view(3, 1).repeat(1, 2)  # noqa: E731
     s: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(5)}
-    s.update(key0_norm=per_head([1, 1, 1]), other_key_norm=per_head([2, 2, 2]), key_norm_ratio=per_head([0.5, 0.5, 2.0]))
+    s.update(key0_norm=per_head([1, 1, 1]), other_key_norm=per_head([2, 2, 2]),
+             key_norm_ratio=per_head([0.5, 0.5, 2.0]))
     for tag in ("pre", "post"):
         s[f"cos_to_sink_{tag}"] = per_head([0.8, 0.8, 0.8])
         s[f"cos_to_others_{tag}"] = per_head([0.1, 0.1, 0.1])
@@ -31,7 +32,8 @@ def _summary(scale: float) -> dict[str, torch.Tensor]:
         s[f"{mode}_magnitude"] = torch.tensor([1.0, 2.0, 4.0]) * scale
         s[f"{mode}_alignment"] = torch.tensor([0.2, 0.0, -0.3])
         s[f"{mode}_entropy_magnitude"] = torch.tensor([0.1, 0.1, 0.1])
-        s[f"{mode}_relative_magnitude"] = torch.tensor([[0.5, float("nan")]] * 3) if mode == "corrected" else torch.tensor([0.5] * 3)
+        s[f"{mode}_relative_magnitude"] = (torch.tensor([[0.5, float("nan")]] * 3) if mode == "corrected"
+                                            else torch.tensor([0.5] * 3))
         s[f"{mode}_directional_guidance"] = torch.tensor([0.9] * 3)
         s[f"{mode}_reference_count"] = torch.tensor([1.0, 1.0, 2.0])
     s["faithful_information_change"] = torch.tensor([0.3] * 3)
@@ -41,11 +43,22 @@ def _summary(scale: float) -> dict[str, torch.Tensor]:
 def test_layer_means_over_samples_and_heads_ignore_nan():
     mg = gv.from_summaries(RECORD, [_summary(1.0), _summary(3.0)])
     d = mg.layers
-    assert mg.n_sentences == 2 and len(d) == 3
+    assert mg.analysis == "geometry_values" and mg.n_sentences == 2 and len(d) == 3
     assert d["faithful_magnitude"].tolist() == pytest.approx([2.0, 4.0, 8.0])
     assert d["corrected_relative_magnitude"].tolist() == pytest.approx([0.5] * 3)  # the NaN head is left out
     assert d["region"].tolist() == ["early", "middle", "late"]
-    assert mg.extra["per_head"]["key_norm_ratio"].tolist() == [[0.5, 0.5], [0.5, 0.5], [2.0, 2.0]]
+    assert mg.heads["key_norm_ratio"].tolist() == [[0.5, 0.5], [0.5, 0.5], [2.0, 2.0]]
+    assert mg.samples["faithful_magnitude"].tolist() == [[1.0, 2.0, 4.0], [3.0, 6.0, 12.0]]  # [sample, layer]
+
+
+def test_tables_by_mode_share_their_column_names():
+    mg = gv.from_summaries(RECORD, [_summary(1.0), _summary(3.0)])
+    faithful, corrected = mg.tables("faithful"), mg.tables("corrected")
+    assert faithful["values"]["magnitude"].tolist() == pytest.approx([2.0, 4.0, 8.0])
+    assert faithful["values"].columns.tolist() == ["layer", "depth", "region", *gv.VALUE_COLUMNS, "information_change"]
+    assert corrected["values"].columns.tolist() == ["layer", "depth", "region", *gv.VALUE_COLUMNS]
+    assert "geometry" not in faithful and corrected["geometry"].columns.tolist()[3:] == gv.GEOMETRY_COLUMNS
+    assert gv.first_last_values(mg, "corrected")["magnitude"]["ratio"] == pytest.approx(4.0)
 
 
 def test_tables_report_difference_and_ratio():
@@ -62,7 +75,7 @@ def test_tables_report_difference_and_ratio():
 
 def test_statements_follow_the_numbers():
     mg = gv.from_summaries(RECORD, [_summary(1.0)])
-    text = gv.claims_markdown([mg])
+    text = gv_report.claims_markdown([mg])
     assert "shorter than the mean other key in 2 of 3 layers" in text and "-> supported" in text
     assert "entropy 2.00 -> 1.00 (falls)" in text and "ratio x4.00; rises" in text and "ends negative" in text
     assert "against the paper's 1.0006 for centralized frames" in text

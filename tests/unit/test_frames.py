@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from sinkframes.analyses import frames
+from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics.sinks import SinkSummaryReducer
 
 from tests.attention_cases import causal_first_sink, previous_token, stack, two_ends
@@ -23,21 +24,39 @@ def summaries_of(mat: torch.Tensor, causal: bool, n: int = 5, layers: int = 3, h
 
 def test_centralized_on_a_perfect_sink():
     mf = frames.frames_from_summaries(record(True, 3), summaries_of(causal_first_sink(8), True))
-    assert mf.frame == "centralized"
+    assert isinstance(mf, ModelResult) and mf.analysis == "frames"
+    assert mf.data["frame"] == "centralized"
     assert mf.layers["first_token_share"].tolist() == pytest.approx([1, 1, 1])
-    assert mf.evidence["reference_count"] == pytest.approx(1.0)
-    out = mf.to_json()
+    assert mf.data["evidence"]["reference_count"] == pytest.approx(1.0)
+    assert mf.heads["first_token_concentration"].shape == (3, 2)  # [layer, head]
+    assert mf.samples["first_token_share"].shape == (5, 3, 2)  # [sample, layer, head]
+    out = frames.to_json(mf)
     assert out["n_sentences"] == 5 and [r["layer"] for r in out["layers"]] == [0, 1, 2]
+    assert set(out) == {"model", "n_sentences", "frame", "layers"} and out["frame"] == "centralized"
+
+
+def test_tables_split_the_official_rule_from_this_books_measures():
+    mf = frames.frames_from_summaries(record(True, 3), summaries_of(causal_first_sink(8), True))
+    faithful = mf.tables("faithful")
+    assert faithful["layers"].columns.tolist() == ["layer", "depth", "region", "faithful_reference_count"]
+    assert faithful["evidence"].columns.tolist() == ["faithful_reference_count"]
+    corrected = mf.tables("corrected")
+    assert "faithful_reference_count" not in corrected["layers"] and "reference_count" in corrected["layers"]
+    assert corrected["evidence"].loc["synthetic", "first_token_share"] == pytest.approx(1.0)
+    assert corrected["evidence"].loc["synthetic"].to_dict() == {
+        k: v for k, v in mf.data["evidence"].items() if k != "faithful_reference_count"}
+    with pytest.raises(ValueError, match="mode must be one of"):
+        mf.tables("official")
 
 
 def test_bidirectional_on_two_ends():
     mf = frames.frames_from_summaries(record(False, 3), summaries_of(two_ends(8), False))
-    assert mf.frame == "bidirectional"
+    assert mf.data["frame"] == "bidirectional"
 
 
 def test_distributed_on_a_previous_token_pattern():
     mf = frames.frames_from_summaries(record(True, 3), summaries_of(previous_token(10), True))
-    assert mf.frame == "distributed"
+    assert mf.data["frame"] == "distributed"
 
 
 def test_classify_thresholds_are_the_stated_ones():

@@ -10,6 +10,7 @@ import pytest
 
 from sinkframes.analyses import softmax_geometry as sg
 from sinkframes.metrics.simplex import SimplexSummaryReducer
+from sinkframes.report import softmax_geometry as sg_report
 
 from tests.attention_cases import causal_first_sink, causal_uniform, stack
 
@@ -49,14 +50,24 @@ def test_aggregation_and_verdicts_on_hand_built_attention():
     spread = [reducer(stack(causal_uniform(n), layers=3, heads=2), causal=True) for n in (5, 7)]
     a = sg.simplex_from_summaries(_record(3), sink)
     b = sg.simplex_from_summaries({**_record(3), "ref": "uniform"}, spread)
-    assert a.n_sentences == 2 and a.per_head["first_share"].shape == (3, 2)
+    assert a.analysis == "softmax_geometry" and a.n_sentences == 2 and a.heads["first_share"].shape == (3, 2)
+    assert a.samples["first_share"].shape == (2, 3, 2)  # [sample, layer, head]
     assert np.allclose(a.layers["first_share"], 1) and np.allclose(a.layers["near_first_vertex"], 1)
     assert np.allclose(b.layers["normalized_entropy"], 1, atol=1e-5) and np.allclose(b.layers["near_vertex"], 0)
     table = sg.model_table([a, b])
     assert table["rows with a majority on position 0"].tolist() == pytest.approx([1.0, 0.0])
-    verdict = sg.claim_verdict([a, b]).splitlines()
+    assert sg.claim_evidence(a)["outcome"] == "supports" and sg.claim_evidence(b)["outcome"] == "does not support"
+    verdict = sg_report.claim_verdict([a, b]).splitlines()
     assert "**supports**" in verdict[0] and "**does not support**" in verdict[1]
-    assert "hand-built" in sg.geometry_notes([a])
+    assert "hand-built" in sg_report.geometry_notes([a])
+
+
+def test_tables_are_corrected_only():
+    reducer = SimplexSummaryReducer()
+    r = sg.simplex_from_summaries(_record(3), [reducer(stack(causal_first_sink(5), layers=3, heads=2), causal=True)])
+    assert r.tables("corrected")["layers"].equals(r.layers)
+    with pytest.raises(ValueError, match="no official"):
+        r.tables("faithful")
 
 
 def test_no_summaries_is_a_clear_error():

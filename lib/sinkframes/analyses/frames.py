@@ -7,11 +7,14 @@ The frame-type rule is fixed in advance and applied the same way to every model:
 - **centralized** if, averaged over layers and heads, at least half of the queries put their
   largest weight on position 0 and a head has at most 1.5 reference tokens;
 - **distributed** otherwise (several weaker anchors, or an anchor that is not position 0).
+
+``analyse`` returns one ``ModelResult`` per model: ``data`` holds the model-level ``evidence``, the
+``frame`` and the rule's ``reason``; ``report.frames`` writes the page's statements from them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -21,6 +24,10 @@ import torch
 from .. import stats
 from ..extraction import summarize
 from ..metrics.sinks import SinkSummaryReducer
+from ..types import Mode, RunOptions
+from .base import ModelResult, register_tables
+
+ANALYSIS = "frames"
 
 RULES = {
     "bidirectional_min_last_share": 0.05,
@@ -33,37 +40,7 @@ LAYER_COLUMNS = [
     "first_token_share", "last_token_share", "sink_concentration", "first_token_concentration",
     "reference_count", "reference_has_first", "faithful_reference_count", "mean_head_sink_concentration",
 ]
-
-
-@dataclass
-class ModelFrames:
-    """Sink evidence of one model on one sentence set."""
-
-    record: dict[str, Any]
-    n_sentences: int
-    layers: pd.DataFrame  # one row per layer
-    evidence: dict[str, float]
-    frame: str
-    reason: str
-    from_cache: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ref(self) -> str:
-        return self.record["ref"]
-
-    def to_json(self) -> dict[str, Any]:
-        """The CLI's JSON shape."""
-        return {
-            "model": self.ref,
-            "n_sentences": self.n_sentences,
-            "frame": self.frame,
-            "layers": [
-                {"layer": int(r.layer), "first_token_share": float(r.first_token_share),
-                 "last_token_share": float(r.last_token_share), "sink_concentration": float(r.sink_concentration)}
-                for r in self.layers.itertuples()
-            ],
-        }
+FAITHFUL_COLUMNS = ["faithful_reference_count"]  # the official reference-count rule (head-averaged matrix)
 
 
 def _stack(summaries: list[dict[str, torch.Tensor]], name: str) -> np.ndarray:
@@ -82,8 +59,12 @@ def classify(evidence: dict[str, float], causal: bool) -> tuple[str, str]:
     return "distributed", f"only {conc:.0%} of queries peak on position 0; {refs:.2f} reference tokens per head"
 
 
-def frames_from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]], seed: int = 0) -> ModelFrames:
-    """Aggregate per-sample summaries into per-layer means (with bootstrap intervals over sentences)."""
+def frames_from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]],
+                          seed: int = 0) -> ModelResult:
+    """Aggregate per-sample summaries into per-layer means (with bootstrap intervals over sentences).
+
+    The result's ``data`` holds ``evidence`` (model-level means), ``frame`` and ``reason``.
+    """
     n_layers = int(record["n_layers"])
     per_head = {
         "first_token_share": _stack(summaries, "first_share"),
@@ -106,54 +87,95 @@ def frames_from_summaries(record: dict[str, Any], summaries: list[dict[str, torc
             row[name] = float(np.nanmean(arr[:, layer]))
         for name, arr in per_layer.items():
             row[name] = float(np.nanmean(arr[:, layer]))
-        mean, lo, hi = stats.bootstrap_ci(np.nanmean(per_head["first_token_share"][:, layer], axis=-1), seed=seed + layer)
+        per_sample = np.nanmean(per_head["first_token_share"][:, layer], axis=-1)  # [sample]
+        mean, lo, hi = stats.bootstrap_ci(per_sample, seed=seed + layer)
         row["first_token_share_low"], row["first_token_share_high"] = lo, hi
         rows.append(row)
     layers = pd.DataFrame(rows)
     evidence = {name: float(layers[name].mean()) for name in LAYER_COLUMNS}
     evidence["position0_dominant_layers"] = float((layers["first_token_concentration"] >= 0.5).mean())
     frame, reason = classify(evidence, bool(record["causal"]))
-    per_head_means = {name: np.nanmean(arr, axis=0) for name, arr in per_head.items()}  # each [layer, head]
-    return ModelFrames(record=record, n_sentences=len(summaries), layers=layers, evidence=evidence, frame=frame,
-                       reason=reason, extra={"per_head": per_head_means})
+    heads = {name: np.nanmean(arr, axis=0) for name, arr in per_head.items()}  # each [layer, head]
+    return ModelResult(analysis=ANALYSIS, record=record, n_sentences=len(summaries), layers=layers, heads=heads,
+                       samples={**per_head, **per_layer}, data={"evidence": evidence, "frame": frame, "reason": reason},
+                       params={"seed": seed})
 
 
-def analyse_model(ref: str, texts: list[str], *, seed: int = 0, **opts: Any) -> ModelFrames:
-    """Sink evidence of ``ref`` on ``texts`` (streamed reduction, cached)."""
-    ex = summarize(ref, texts, SinkSummaryReducer(), **opts)
-    mf = frames_from_summaries(ex.record, ex.summaries or [], seed=seed)
-    mf.from_cache = ex.from_cache
-    mf.extra["bos_policy"] = opts.get("bos_policy", "default")
-    mf.extra["position0_tokens"] = sorted({t[0] for t in ex.tokens if t})
-    return mf
+def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
+                  **overrides: Any) -> ModelResult:
+    """Sink evidence of ``ref`` on ``texts`` (streamed reduction, cached).
+
+    ``opts``/``overrides`` are run options (``batch_size=``, ``bos_policy=``, ...); ``params`` records them
+    with ``seed``, and ``data["position0_tokens"]`` the tokens the sentences put at position 0.
+    """
+    o = RunOptions.build(opts, **overrides)
+    ex = summarize(ref, texts, SinkSummaryReducer(), o)
+    result = frames_from_summaries(ex.record, ex.summaries or [], seed=seed)
+    result.from_cache = ex.from_cache
+    result.params.update(asdict(o))
+    result.data["position0_tokens"] = sorted({t[0] for t in ex.tokens if t})
+    return result
 
 
-def analyse(models: list[str], texts: list[str], *, seed: int = 0, **opts: Any) -> list[ModelFrames]:
-    return [analyse_model(m, texts, seed=seed, **opts) for m in models]
+def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
+            **overrides: Any) -> list[ModelResult]:
+    """:func:`analyse_model` for each model, in order."""
+    return [analyse_model(m, texts, opts, seed=seed, **overrides) for m in models]
 
 
-def frame_table(frames: list[ModelFrames]) -> pd.DataFrame:
+@register_tables(ANALYSIS)
+def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
+    """``layers`` and ``evidence`` (one row, indexed by model) under ``mode``: the official reference-count
+    rule when ``"faithful"``, every other measure (this book's) when ``"corrected"``."""
+    keys = ["layer", "depth", "region"]
+    evidence = result.data["evidence"]
+    if mode == "faithful":
+        cols = FAITHFUL_COLUMNS
+        layer_cols = keys + cols
+    else:
+        cols = [c for c in evidence if c not in FAITHFUL_COLUMNS]
+        layer_cols = [c for c in result.layers.columns if c not in FAITHFUL_COLUMNS]
+    ev = pd.DataFrame([{c: evidence[c] for c in cols}], index=pd.Index([result.ref], name="model"))
+    return {"layers": result.layers[layer_cols].copy(), "evidence": ev}
+
+
+def to_json(result: ModelResult) -> dict[str, Any]:
+    """The CLI's JSON shape (``python -m sinkframes sinks --json``)."""
+    return {
+        "model": result.ref,
+        "n_sentences": result.n_sentences,
+        "frame": result.data["frame"],
+        "layers": [
+            {"layer": int(r.layer), "first_token_share": float(r.first_token_share),
+             "last_token_share": float(r.last_token_share), "sink_concentration": float(r.sink_concentration)}
+            for r in result.layers.itertuples()
+        ],
+    }
+
+
+def frame_table(results: list[ModelResult]) -> pd.DataFrame:
     """One row per model: what it is, the evidence, and the frame the rule gives."""
     rows = []
-    for f in frames:
+    for f in results:
         r = f.record
+        ev = f.data["evidence"]
         rows.append({
             "model": f.ref, "family": r["family"], "position encoding": r["position_encoding"],
-            "BOS policy": f.extra.get("bos_policy", "default"),
+            "BOS policy": f.params.get("bos_policy", "default"),
             "position 0": _position0(f), "causal": r["causal"], "sentences": f.n_sentences,
-            "first-token share": f.evidence["first_token_share"], "last-token share": f.evidence["last_token_share"],
-            "queries peaking on pos. 0": f.evidence["first_token_concentration"],
-            "layers where pos. 0 dominates": f.evidence["position0_dominant_layers"],
-            "reference tokens / head": f.evidence["reference_count"],
-            "reference tokens (official rule)": f.evidence["faithful_reference_count"],
-            "frame (this book's rule)": f.frame, "frame (paper, for the family)": r["paper_frame"],
+            "first-token share": ev["first_token_share"], "last-token share": ev["last_token_share"],
+            "queries peaking on pos. 0": ev["first_token_concentration"],
+            "layers where pos. 0 dominates": ev["position0_dominant_layers"],
+            "reference tokens / head": ev["reference_count"],
+            "reference tokens (official rule)": ev["faithful_reference_count"],
+            "frame (this book's rule)": f.data["frame"], "frame (paper, for the family)": r["paper_frame"],
         })
     return pd.DataFrame(rows)
 
 
-def _position0(f: ModelFrames) -> str:
+def _position0(f: ModelResult) -> str:
     """The token at position 0, or how many different ones the sentences put there."""
-    seen = f.extra.get("position0_tokens")
+    seen = f.data.get("position0_tokens")
     if not seen:
         return f.record["position0_token"]
     return seen[0] if len(seen) == 1 else f"{len(seen)} different tokens"

@@ -2,13 +2,14 @@
 
 One capture pass per model (``capture.summarize_captures``) reduces every sentence at once to
 per-layer (and per-head) numbers: the sink-key geometry of ``metrics.geometry`` and the value-space
-measures of ``metrics.values`` in both modes. This module averages them over sentences and heads,
-builds the chapter's tables and writes its plain statements from the data.
+measures of ``metrics.values`` in both modes. This module averages them over sentences and heads
+into one ``ModelResult`` per model and builds the chapter's tables; ``report.geometry_values`` writes
+its plain statements from them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,11 @@ from scipy import stats as sps
 from .. import paper, stats
 from ..extraction import capture
 from ..metrics import geometry, values
-from ..types import MODES
+from ..types import MODES, Mode, RunOptions, check_mode
+from .base import ModelResult, register_tables
+
+ANALYSIS = "geometry_values"
+KEYS = ["layer", "depth", "region"]
 
 GEOMETRY_COLUMNS = [
     "key0_norm", "other_key_norm", "key_norm_ratio", "cos_to_sink_pre", "cos_to_others_pre", "cos_to_sink_post",
@@ -51,22 +56,6 @@ class GeometryValuesReducer:
         return out
 
 
-@dataclass
-class ModelGeometry:
-    """Per-layer sink geometry and value-space measures of one model on one sentence set."""
-
-    record: dict[str, Any]
-    n_sentences: int
-    layers: pd.DataFrame  # one row per layer; value columns prefixed faithful_ / corrected_
-    per_sample: dict[str, np.ndarray]  # name -> [sample, layer] (head means)
-    from_cache: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ref(self) -> str:
-        return self.record["ref"]
-
-
 def _per_layer(summaries: list[dict[str, torch.Tensor]], name: str) -> np.ndarray:
     """``[sample, layer]``: the measure, averaged over heads (NaN-aware) where it is per head."""
     rows = []
@@ -92,11 +81,15 @@ def _nanmean0(arr: np.ndarray, n_layers: int) -> np.ndarray:
     return np.where(cnt > 0, total / np.maximum(cnt, 1), np.nan)
 
 
-def from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]]) -> ModelGeometry:
-    """Average per-sample summaries over sentences (and heads) into one row per layer."""
+def from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]]) -> ModelResult:
+    """Average per-sample summaries over sentences (and heads) into one row per layer.
+
+    ``layers``: one row per layer, value columns prefixed ``faithful_`` / ``corrected_``; ``samples``:
+    each measure ``[sample, layer]`` (head means); ``heads``: a few geometry measures ``[layer, head]``.
+    """
     n_layers = int(record["n_layers"])
     names = GEOMETRY_COLUMNS + [f"{m}_{c}" for m in MODES for c in VALUE_COLUMNS] + ["faithful_information_change"]
-    per_sample = {n: _per_layer(summaries, n) for n in names}
+    per_sample = {n: _per_layer(summaries, n) for n in names}  # each [sample, layer]
     regions = stats.layer_regions(n_layers)
     table: dict[str, Any] = {"layer": np.arange(n_layers), "depth": np.arange(n_layers) / max(1, n_layers - 1),
                              "region": [next(k for k, v in regions.items() if i in v) for i in range(n_layers)]}
@@ -107,27 +100,51 @@ def from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tenso
         stacked = [s[n].double().numpy() for s in summaries if n in s]
         if stacked:
             per_head[n] = _nanmean0(np.stack(stacked), n_layers)  # [layer, head] (key norms: [layer, kv_head])
-    return ModelGeometry(record=record, n_sentences=len(summaries), layers=pd.DataFrame(table), per_sample=per_sample,
-                         extra={"per_head": per_head})
+    return ModelResult(analysis=ANALYSIS, record=record, n_sentences=len(summaries), layers=pd.DataFrame(table),
+                       heads=per_head, samples=per_sample)
 
 
-def analyse_model(ref: str, texts: list[str], **opts: Any) -> ModelGeometry:
-    """Capture and reduce ``ref`` on ``texts`` (cached on disk)."""
-    record, summaries, hit = capture.summarize_captures(ref, texts, GeometryValuesReducer(), **opts)
-    mg = from_summaries(record, summaries)
-    mg.from_cache = hit
-    return mg
+def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
+                  **overrides: Any) -> ModelResult:
+    """Capture and reduce ``ref`` on ``texts`` (cached on disk).
+
+    ``opts``/``overrides`` are run options; ``params`` records them. Nothing here is random: ``seed`` is
+    taken for the signature every analysis shares, and recorded.
+    """
+    o = RunOptions.build(opts, **overrides)
+    record, summaries, hit = capture.summarize_captures(ref, texts, GeometryValuesReducer(), o)
+    result = from_summaries(record, summaries)
+    result.from_cache = hit
+    result.params.update({"seed": seed, **asdict(o)})
+    return result
 
 
-def analyse(models: list[str], texts: list[str], **opts: Any) -> list[ModelGeometry]:
-    return [analyse_model(m, texts, **opts) for m in models]
+def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
+            **overrides: Any) -> list[ModelResult]:
+    """:func:`analyse_model` for each model, in order."""
+    return [analyse_model(m, texts, opts, seed=seed, **overrides) for m in models]
+
+
+@register_tables(ANALYSIS)
+def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
+    """``values``: the value-space measures per layer under ``mode``, without their ``faithful_`` /
+    ``corrected_`` prefix (so both modes have the same names; the faithful table adds
+    ``information_change``). Under ``"corrected"`` also ``geometry``: the sink-key geometry per layer,
+    which has no official counterpart."""
+    prefix = f"{mode}_"
+    cols = [c for c in result.layers.columns if c.startswith(prefix)]
+    values_table = result.layers[KEYS + cols].rename(columns={c: c[len(prefix):] for c in cols})
+    out = {"values": values_table}
+    if mode == "corrected":
+        out["geometry"] = result.layers[KEYS + GEOMETRY_COLUMNS].copy()
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
 # tables
 
 
-def geometry_table(results: list[ModelGeometry]) -> pd.DataFrame:
+def geometry_table(results: list[ModelResult]) -> pd.DataFrame:
     """One row per model: the sink-key geometry averaged over layers (and heads, sentences)."""
     rows = []
     for r in results:
@@ -144,31 +161,36 @@ def geometry_table(results: list[ModelGeometry]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def faithful_vs_corrected(results: list[ModelGeometry]) -> pd.DataFrame:
+def first_last_values(r: ModelResult, mode: Mode) -> dict[str, dict[str, float]]:
+    """``values.first_last`` (first, last, difference, ratio) of entropy, magnitude and alignment under ``mode``."""
+    d = r.tables(check_mode(mode))["values"]
+    return {name: values.first_last(d[name].to_numpy()) for name in ("entropy", "magnitude", "alignment")}
+
+
+def faithful_vs_corrected(results: list[ModelResult]) -> pd.DataFrame:
     """Per model and mode: first-to-last changes (difference AND ratio) and layer-mean values."""
     rows = []
     for r in results:
-        d = r.layers
         for mode in MODES:
-            ent = values.first_last(d[f"{mode}_entropy"].to_numpy())
-            mag = values.first_last(d[f"{mode}_magnitude"].to_numpy())
-            ali = values.first_last(d[f"{mode}_alignment"].to_numpy())
-            rho = sps.spearmanr(d["layer"], d[f"{mode}_entropy"]).statistic if len(d) > 2 else float("nan")
+            d = r.tables(mode)["values"]
+            fl = first_last_values(r, mode)
+            ent, mag, ali = fl["entropy"], fl["magnitude"], fl["alignment"]
+            rho = sps.spearmanr(d["layer"], d["entropy"]).statistic if len(d) > 2 else float("nan")
             rows.append({
                 "model": r.ref, "mode": mode,
                 "entropy first": ent["first"], "entropy last": ent["last"], "entropy depth trend (Spearman)": rho,
                 "magnitude first": mag["first"], "magnitude last": mag["last"],
                 "magnitude difference (paper's 'fold')": mag["difference"], "magnitude ratio": mag["ratio"],
                 "alignment first": ali["first"], "alignment last": ali["last"],
-                "entropy-magnitude corr.": d[f"{mode}_entropy_magnitude"].mean(),
-                "reference tokens": d[f"{mode}_reference_count"].mean(),
-                "relative magnitude": d[f"{mode}_relative_magnitude"].mean(),
-                "directional guidance": d[f"{mode}_directional_guidance"].mean(),
+                "entropy-magnitude corr.": d["entropy_magnitude"].mean(),
+                "reference tokens": d["reference_count"].mean(),
+                "relative magnitude": d["relative_magnitude"].mean(),
+                "directional guidance": d["directional_guidance"].mean(),
             })
     return pd.DataFrame(rows)
 
 
-def reference_counts(results: list[ModelGeometry]) -> pd.DataFrame:
+def reference_counts(results: list[ModelResult]) -> pd.DataFrame:
     """Mean reference tokens per model (official rule and per-head rule) beside the paper's value
     for the frame type the paper assigns to the model's family."""
     reported = paper.reference_count_by_frame()
@@ -182,61 +204,3 @@ def reference_counts(results: list[ModelGeometry]) -> pd.DataFrame:
             "paper": reported.get(frame, float("nan")),
         })
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------------------------
-# statements generated from the data
-
-
-def _layers(mask: pd.Series) -> str:
-    return f"{int(mask.sum())} of {len(mask)} layers"
-
-
-def claims_markdown(results: list[ModelGeometry]) -> str:
-    """Plain statements of which claims each model's numbers support, computed from the tables."""
-    lines = []
-    counts = reference_counts(results).set_index("model")
-    for r in results:
-        d = r.layers
-        rotary = r.record["position_encoding"].startswith("RoPE")
-        small = d["key_norm_ratio"] < 1
-        aligned = d["cos_to_sink_post"] > d["cos_to_others_post"]
-        align_wins = d["alignment_part"] > d["norm_part"]
-        lines.append(f"**`{r.ref}`** ({r.record['position_encoding']}; {r.n_sentences} sentences)")
-        lines.append(
-            f"- *Small sink key* (Sec. 3.3): the position-0 key is shorter than the mean other key in {_layers(small)} "
-            f"(mean ratio {d['key_norm_ratio'].mean():.2f}) -> {'supported' if small.mean() > 0.5 else 'not supported'}.")
-        lines.append(
-            f"- *Queries aligned with the sink key*: mean cos(q, k0) {d['cos_to_sink_post'].mean():.2f} against "
-            f"{d['cos_to_others_post'].mean():.2f} for other keys; higher in {_layers(aligned)} -> "
-            f"{'supported' if aligned.mean() > 0.5 else 'not supported'}.")
-        lines.append(
-            f"- *Alignment rather than norm makes the sink*: the alignment part of the sink logit's advantage exceeds the "
-            f"norm part in {_layers(align_wins)} (means {d['alignment_part'].mean():.2f} vs {d['norm_part'].mean():.2f}) -> "
-            f"{'supported' if align_wins.mean() > 0.5 else 'not supported'}.")
-        if rotary:
-            shift = (d["cos_to_others_post"] - d["cos_to_others_pre"]).mean()
-            shift0 = (d["cos_to_sink_post"] - d["cos_to_sink_pre"]).mean()
-            lines.append(
-                f"- *RoPE* (Sec. 3.4): rotation changes the mean query cosine to the sink key by {shift0:+.3f} and to other "
-                f"keys by {shift:+.3f} (key 0 itself is not rotated; queries are).")
-        else:
-            lines.append("- *Absolute positions*: no rotation, so before and after coincide; the geometry above is what the "
-                         "learned position embeddings produce.")
-        for mode in MODES:
-            ent = values.first_last(d[f"{mode}_entropy"].to_numpy())
-            mag = values.first_last(d[f"{mode}_magnitude"].to_numpy())
-            ali = values.first_last(d[f"{mode}_alignment"].to_numpy())
-            lines.append(
-                f"- *Value space, {mode}*: entropy {ent['first']:.2f} -> {ent['last']:.2f} "
-                f"({'falls' if ent['difference'] < 0 else 'does not fall'}); magnitude {mag['first']:.2f} -> {mag['last']:.2f} "
-                f"(difference {mag['difference']:+.2f}, ratio x{mag['ratio']:.2f}; "
-                f"{'rises' if mag['difference'] > 0 else 'does not rise'}); alignment {ali['first']:+.2f} -> {ali['last']:+.2f} "
-                f"({'ends negative' if ali['last'] < 0 else 'does not end negative'}).")
-        c = counts.loc[r.ref]
-        if np.isfinite(c["paper"]):
-            lines.append(
-                f"- *Reference tokens*: {c['official rule (faithful)']:.2f} by the official rule against the paper's "
-                f"{c['paper']:g} for {c['paper frame (family)']} frames (per-head rule: {c['per-head rule (corrected)']:.2f}).")
-        lines.append("")
-    return "\n".join(lines)

@@ -4,13 +4,15 @@ Synthetic part: what it costs (in logit margin, or in key norm) to put a given s
 one key, how a growing sink logit walks a row toward a vertex, and what a small sink key norm
 buys. Real part: per-layer descriptors of the attention rows of real models on the simplex
 (entropy, share on position 0 and on the strongest key, Fisher-Rao distances to the nearest vertex
-and to the uniform row), streamed through ``extract.summarize``.
+and to the uniform row), streamed through ``extraction.summarize``, one ``ModelResult`` per model.
+There is no official computation of these descriptors, so only the ``"corrected"`` tables exist.
+The page's plain statements are written by ``report.softmax_geometry``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -21,6 +23,10 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics import simplex
 from ..metrics.simplex import SimplexSummaryReducer
+from ..types import Mode, RunOptions
+from .base import ModelResult, register_tables
+
+ANALYSIS = "softmax_geometry"
 
 DESCRIPTORS = [
     "entropy", "normalized_entropy", "first_share", "max_share", "distance_to_vertex", "distance_to_uniform",
@@ -66,7 +72,8 @@ def sweep_summary(sweep: pd.DataFrame, shares: tuple[float, ...] = (0.5, 0.9)) -
     rows = []
     for n, d in sweep.groupby("keys"):
         start = d.iloc[0]
-        row: dict[str, Any] = {"keys": int(n), "noise speed, sink logit 0": float(np.interp(0.0, d["sink_logit"], d["noise_speed"]))}
+        row: dict[str, Any] = {"keys": int(n),
+                               "noise speed, sink logit 0": float(np.interp(0.0, d["sink_logit"], d["noise_speed"]))}
         for s in shares:
             hit = d[d["sink_share"] >= s]
             if hit.empty:
@@ -113,7 +120,8 @@ def key_norm_sweep(key_norms: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0
         p = torch.softmax(torch.cat([z_sink.unsqueeze(1), z_content], 1), -1)  # [query, key]; key 0 = sink
         share = p[:, 0]
         rows.append({
-            "sink key norm": r, "sink share (mean)": share.mean().item(), "sink share (sd across queries)": share.std().item(),
+            "sink key norm": r, "sink share (mean)": share.mean().item(),
+            "sink share (sd across queries)": share.std().item(),
             "sink share (5th percentile)": share.quantile(0.05).item(), "sink logit (sd)": z_sink.std().item(),
             "query-sink cosine (mean)": torch.nn.functional.cosine_similarity(q, u.unsqueeze(0)).mean().item(),
             "query norm (mean)": q.norm(dim=1).mean().item(),
@@ -124,27 +132,18 @@ def key_norm_sweep(key_norms: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0
 # --- real models -------------------------------------------------------------------------------
 
 
-@dataclass
-class ModelSimplex:
-    """Where one model's attention rows lie on the simplex, per layer (means over sentences, heads, queries)."""
+def simplex_from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]],
+                           seed: int = 0) -> ModelResult:
+    """Aggregate per-sample ``SimplexSummaryReducer`` outputs into per-layer means and CIs.
 
-    record: dict[str, Any]
-    n_sentences: int
-    layers: pd.DataFrame  # one row per layer
-    per_head: dict[str, np.ndarray] = field(default_factory=dict)  # each [layer, head]
-    from_cache: bool = False
-
-    @property
-    def ref(self) -> str:
-        return self.record["ref"]
-
-
-def simplex_from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]], seed: int = 0) -> ModelSimplex:
-    """Aggregate per-sample ``SimplexSummaryReducer`` outputs into per-layer means and CIs."""
+    ``layers``: one row per layer (means over sentences, heads, queries); ``heads``: each descriptor
+    ``[layer, head]`` (mean over sentences); ``samples``: each descriptor ``[sample, layer, head]``.
+    """
     if not summaries:
         raise ValueError(f"no summaries for {record.get('ref')}: nothing to aggregate")
     n_layers = int(record["n_layers"])
-    arrays = {k: torch.stack([s[k].float() for s in summaries]).numpy() for k in DESCRIPTORS}  # each [sample, layer, head]
+    arrays = {k: torch.stack([s[k].float() for s in summaries]).numpy()
+              for k in DESCRIPTORS}  # each [sample, layer, head]
     regions = stats.layer_regions(n_layers)
     rows = []
     for layer in range(n_layers):
@@ -156,23 +155,42 @@ def simplex_from_summaries(record: dict[str, Any], summaries: list[dict[str, tor
             _, lo, hi = stats.bootstrap_ci(np.nanmean(arrays[k][:, layer], axis=-1), seed=seed + layer)
             row[f"{k}_low"], row[f"{k}_high"] = lo, hi
         rows.append(row)
-    per_head = {k: np.nanmean(arr, axis=0) for k, arr in arrays.items()}
-    return ModelSimplex(record=record, n_sentences=len(summaries), layers=pd.DataFrame(rows), per_head=per_head)
+    heads = {k: np.nanmean(arr, axis=0) for k, arr in arrays.items()}  # each [layer, head]
+    return ModelResult(analysis=ANALYSIS, record=record, n_sentences=len(summaries), layers=pd.DataFrame(rows),
+                       heads=heads, samples=arrays, params={"seed": seed})
 
 
-def analyse_model(ref: str, texts: list[str], *, seed: int = 0, **opts: Any) -> ModelSimplex:
-    """Simplex descriptors of ``ref``'s attention rows on ``texts`` (streamed reduction, cached)."""
-    ex = summarize(ref, texts, SimplexSummaryReducer(), **opts)
-    ms = simplex_from_summaries(ex.record, ex.summaries or [], seed=seed)
-    ms.from_cache = ex.from_cache
-    return ms
+def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
+                  **overrides: Any) -> ModelResult:
+    """Simplex descriptors of ``ref``'s attention rows on ``texts`` (streamed reduction, cached).
+
+    ``opts``/``overrides`` are run options; ``params`` records them with ``seed``.
+    """
+    o = RunOptions.build(opts, **overrides)
+    ex = summarize(ref, texts, SimplexSummaryReducer(), o)
+    result = simplex_from_summaries(ex.record, ex.summaries or [], seed=seed)
+    result.from_cache = ex.from_cache
+    result.params.update(asdict(o))
+    return result
 
 
-def analyse(models: list[str], texts: list[str], *, seed: int = 0, **opts: Any) -> list[ModelSimplex]:
-    return [analyse_model(m, texts, seed=seed, **opts) for m in models]
+def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
+            **overrides: Any) -> list[ModelResult]:
+    """:func:`analyse_model` for each model, in order."""
+    return [analyse_model(m, texts, opts, seed=seed, **overrides) for m in models]
 
 
-def model_table(results: list[ModelSimplex]) -> pd.DataFrame:
+@register_tables(ANALYSIS)
+def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
+    """``layers`` (the per-layer descriptors) under ``"corrected"``; ``"faithful"`` is an error, as the
+    official code has no simplex computation to reproduce."""
+    if mode == "faithful":
+        raise ValueError("softmax_geometry has no official (faithful) computation: the simplex descriptors are this "
+                         "book's own; use mode='corrected'")
+    return {"layers": result.layers.copy()}
+
+
+def model_table(results: list[ModelResult]) -> pd.DataFrame:
     """One row per model: descriptors averaged over layers, and where rows are most concentrated."""
     rows = []
     for r in results:
@@ -192,63 +210,38 @@ def model_table(results: list[ModelSimplex]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def head_correlation(r: ModelSimplex, x: str = "first_share", y: str = "normalized_entropy") -> float:
+def head_correlation(r: ModelResult, x: str = "first_share", y: str = "normalized_entropy") -> float:
     """Spearman correlation of two per-head descriptors over all (layer, head) pairs (NaN when
     either is constant, where a rank correlation is undefined)."""
-    a = pd.Series(r.per_head[x].ravel())
-    b = pd.Series(r.per_head[y].ravel())
+    a = pd.Series(r.heads[x].ravel())
+    b = pd.Series(r.heads[y].ravel())
     if a.nunique() < 2 or b.nunique() < 2:
         return float("nan")
     return float(a.corr(b, method="spearman"))
 
 
-def geometry_notes(results: list[ModelSimplex]) -> str:
-    """Plain statements drawn from the data: how concentrated each model's rows are, on which key,
-    and whether lower entropy goes with a larger share on position 0 across heads."""
-    lines = []
-    for r in results:
-        d = r.layers
-        L = len(d)
-        majority_layers = int((d["near_vertex"] >= 0.5).sum())
-        first_layers = int((d["near_first_vertex"] >= 0.5).sum())
-        near = d["near_vertex"].mean()
-        near_first = d["near_first_vertex"].mean()
-        on_first = near_first / near if near > 0 else float("nan")
-        rho = head_correlation(r)
-        lo = d.loc[d["distance_to_vertex"].idxmin()]
-        hi = d.loc[d["distance_to_vertex"].idxmax()]
-        trend = ("the correlation of entropy and the weight on position 0 is undefined (one is constant)" if math.isnan(rho) else
-                 "lower entropy goes with more weight on position 0" if rho <= -0.5 else
-                 "higher entropy goes with more weight on position 0" if rho >= 0.5 else
-                 "entropy and the weight on position 0 are only weakly related")
-        lines.append(
-            f"- `{r.ref}`: {near:.0%} of rows give one key more than half of their mass (within pi/2 of a vertex), "
-            f"and {on_first:.0%} of those put it on position 0; a majority of rows do so in {majority_layers} of {L} layers "
-            f"({first_layers} with position 0 as that key). Rows are closest to a vertex in layer {int(lo.layer)} "
-            f"(mean distance {lo.distance_to_vertex:.2f}, share on position 0 {lo.first_share:.2f}) and farthest in layer "
-            f"{int(hi.layer)} ({hi.distance_to_vertex:.2f}). Across heads, {trend}"
-            + ("." if math.isnan(rho) else f" (Spearman {rho:+.2f}).")
-        )
-    return "\n".join(lines)
+CLAIM_RULE = {"min_concentrated_layers": 0.5, "min_on_first": 0.5}
 
 
-def claim_verdict(results: list[ModelSimplex]) -> str:
-    """The geometric reading of §3.2 put to the data with a rule fixed in advance: a model supports
-    "attention settles near a vertex, on a reference token" if in at least half of its layers most
-    rows hold a majority on one key, and most of those rows hold it on position 0."""
-    lines = []
-    for r in results:
-        d = r.layers
-        conc = float((d["near_vertex"] >= 0.5).mean())
-        near = d["near_vertex"].mean()
-        on_first = d["near_first_vertex"].mean() / near if near > 0 else 0.0
-        edge = " (on the rule's threshold)" if conc < 0.5 + 1.0 / len(d) else ""
-        if conc >= 0.5 and on_first >= 0.5:
-            verdict = f"**supports** it{edge}"
-        elif conc >= 0.5:
-            verdict = f"**partly supports** it{edge}: rows are concentrated, but mostly not on position 0"
-        else:
-            verdict = "**does not support** it: most rows in most layers stay spread over several keys"
-        lines.append(f"- `{r.ref}` {verdict} (layers with a majority of concentrated rows: {conc:.0%}; "
-                     f"concentrated rows on position 0: {on_first:.0%}).")
-    return "\n".join(lines)
+def claim_evidence(r: ModelResult) -> dict[str, Any]:
+    """The geometric reading of §3.2 put to the data with a rule fixed in advance (``CLAIM_RULE``): a model
+    supports "attention settles near a vertex, on a reference token" if in at least half of its layers most
+    rows hold a majority on one key, and most of those rows hold it on position 0.
+
+    Returns the share of layers with a majority of concentrated rows (``concentrated_layers``), the share of
+    concentrated rows on position 0 (``on_first``), whether the first number sits on the rule's threshold
+    (``on_threshold``: one layer fewer would fail it) and the ``outcome``: ``"supports"``,
+    ``"partly supports"`` (concentrated, mostly not on position 0) or ``"does not support"``.
+    """
+    d = r.layers
+    conc = float((d["near_vertex"] >= 0.5).mean())
+    near = d["near_vertex"].mean()
+    on_first = d["near_first_vertex"].mean() / near if near > 0 else 0.0
+    if conc >= CLAIM_RULE["min_concentrated_layers"] and on_first >= CLAIM_RULE["min_on_first"]:
+        outcome = "supports"
+    elif conc >= CLAIM_RULE["min_concentrated_layers"]:
+        outcome = "partly supports"
+    else:
+        outcome = "does not support"
+    return {"concentrated_layers": conc, "on_first": on_first, "on_threshold": conc < 0.5 + 1.0 / len(d),
+            "outcome": outcome}

@@ -38,21 +38,22 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 def _cmd_sinks(args: argparse.Namespace) -> int:
     from .. import corpus, extraction
-    from ..analyses.frames import analyse_model
+    from ..analyses.frames import analyse_model, to_json
 
     texts = corpus.sample_sentences(args.n, seed=args.seed, dataset=args.dataset, csv_path=args.csv)["text"].tolist()
     before = extraction.STATS["forward_passes"]
-    mf = analyse_model(args.ref, texts, seed=args.seed, batch_size=args.batch_size, max_length=args.max_length,
-                       bos_policy=args.bos, dtype=args.dtype, device=args.device, revision=args.revision,
-                       progress=not args.json)
+    res = analyse_model(args.ref, texts, seed=args.seed, batch_size=args.batch_size, max_length=args.max_length,
+                        bos_policy=args.bos, dtype=args.dtype, device=args.device, revision=args.revision,
+                        progress=not args.json)
     ran = extraction.STATS["forward_passes"] - before
-    print(f"[sinkframes] {'cache hit: no forward pass' if mf.from_cache else f'{ran} forward passes'}", file=sys.stderr)
+    done = "cache hit: no forward pass" if res.from_cache else f"{ran} forward passes"
+    print(f"[sinkframes] {done}", file=sys.stderr)
     if args.json:
-        print(json.dumps(mf.to_json(), indent=2))
+        print(json.dumps(to_json(res), indent=2))
         return 0
-    print(f"{mf.ref}: {mf.n_sentences} sentences, frame {mf.frame} ({mf.reason})")
+    print(f"{res.ref}: {res.n_sentences} sentences, frame {res.data['frame']} ({res.data['reason']})")
     print(f"{'layer':>5} {'first':>7} {'last':>7} {'conc.':>7}")
-    for r in mf.layers.itertuples():
+    for r in res.layers.itertuples():
         print(f"{r.layer:>5} {r.first_token_share:7.3f} {r.last_token_share:7.3f} {r.sink_concentration:7.3f}")
     return 0
 
@@ -97,11 +98,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("ref")
     s.add_argument("--n", type=int, default=50)
     s.add_argument("--dataset", choices=["embedded", "paper"], default="embedded")
-    s.add_argument("--csv", default=None, help="path or URL of the paper's wiki_dataset_sink.csv (with --dataset paper)")
+    s.add_argument("--csv", default=None,
+                   help="path or URL of the paper's wiki_dataset_sink.csv (with --dataset paper)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--batch-size", type=int, default=16)
     s.add_argument("--max-length", type=int, default=256)
-    s.add_argument("--bos", choices=["default", "force"], default="default", help="keep the tokenizer's start token convention or force a BOS")
+    s.add_argument("--bos", choices=["default", "force"], default="default",
+                   help="keep the tokenizer's start token convention or force a BOS")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=_cmd_sinks)
 

@@ -11,15 +11,21 @@ import seaborn as sns
 from .style import _short, _style
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ..analyses.base import ModelResult
     from ..extraction import Extraction
 
-def attention_maps(examples: Sequence["Extraction"], sample: int = 0, layers: Sequence[float] = (0.0, 0.5, 1.0)):
+
+def attention_maps(examples: Sequence["Extraction"], sample: int = 0,
+                   layers: Sequence[float] = (0.0, 0.5, 1.0)) -> "Figure":
     """Head-averaged attention of one sentence per model at a few relative depths.
 
     ``examples``: one extraction per model; ``layers``: depths in [0, 1] (0 = first layer).
     """
     _style()
-    fig, axes = plt.subplots(len(examples), len(layers), figsize=(4.2 * len(layers), 3.9 * len(examples)), squeeze=False)
+    fig, axes = plt.subplots(len(examples), len(layers), figsize=(4.2 * len(layers), 3.9 * len(examples)),
+                             squeeze=False)
     for r, ex in enumerate(examples):
         att = ex.attentions[sample]  # [layer, head, query, key]
         n_layers = att.shape[0]
@@ -38,7 +44,7 @@ def attention_maps(examples: Sequence["Extraction"], sample: int = 0, layers: Se
     return fig
 
 
-def layer_profiles(frames: Sequence["ModelFrames"], labels: Sequence[str] | None = None):
+def layer_profiles(frames: Sequence["ModelResult"], labels: Sequence[str] | None = None) -> "Figure":
     """Per-layer sink measures against relative depth, one line per model (band: 95 % bootstrap CI)."""
     _style()
     panels = [
@@ -53,7 +59,8 @@ def layer_profiles(frames: Sequence["ModelFrames"], labels: Sequence[str] | None
         for ax, (col, title) in zip(axes, panels):
             line = ax.plot(d["depth"], d[col], marker="o", ms=3, label=labels[k] if labels else f.ref)[0]
             if col == "first_token_share":
-                ax.fill_between(d["depth"], d["first_token_share_low"], d["first_token_share_high"], alpha=0.2, color=line.get_color())
+                ax.fill_between(d["depth"], d["first_token_share_low"], d["first_token_share_high"], alpha=0.2,
+                                color=line.get_color())
     for ax, (_, title) in zip(axes, panels):
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("relative depth (layer / last layer)")
@@ -64,13 +71,15 @@ def layer_profiles(frames: Sequence["ModelFrames"], labels: Sequence[str] | None
     return fig
 
 
-def reference_counts(frames: Sequence["ModelFrames"]):
+def reference_counts(frames: Sequence["ModelResult"]) -> "Figure":
     """Mean number of reference tokens per model: this book's rule per head, and the official rule."""
     _style()
     rows = []
     for f in frames:
-        rows.append({"model": f.ref, "rule": "per head (this book)", "count": f.evidence["reference_count"]})
-        rows.append({"model": f.ref, "rule": "head average, column mean > 0.1 (official)", "count": f.evidence["faithful_reference_count"]})
+        ev = f.data["evidence"]
+        rows.append({"model": f.ref, "rule": "per head (this book)", "count": ev["reference_count"]})
+        rows.append({"model": f.ref, "rule": "head average, column mean > 0.1 (official)",
+                     "count": ev["faithful_reference_count"]})
     fig, ax = plt.subplots(figsize=(7, 3.4))
     sns.barplot(data=pd.DataFrame(rows), x="model", y="count", hue="rule", ax=ax)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
@@ -80,12 +89,12 @@ def reference_counts(frames: Sequence["ModelFrames"]):
     return fig
 
 
-def heads_heatmap(frames: Sequence["ModelFrames"], measure: str, title: str):
+def heads_heatmap(frames: Sequence["ModelResult"], measure: str, title: str) -> "Figure":
     """Layer x head heatmap of one per-head measure (mean over sentences), one panel per model."""
     _style()
     fig, axes = plt.subplots(1, len(frames), figsize=(3.6 * len(frames), 3.8), squeeze=False)
     for ax, f in zip(axes[0], frames):
-        sns.heatmap(f.extra["per_head"][measure], ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
+        sns.heatmap(f.heads[measure], ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
         ax.set_title(f.ref, fontsize=10)
         ax.set_xlabel("head")
         ax.set_ylabel("layer")

@@ -8,13 +8,16 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from ..types import MODES
 from .style import _style
 
 if TYPE_CHECKING:
-    from ..analyses.geometry_values import ModelGeometry
+    from matplotlib.figure import Figure
+
+    from ..analyses.base import ModelResult
 
 
-def key_geometry(results: Sequence["ModelGeometry"]):
+def key_geometry(results: Sequence["ModelResult"]) -> "Figure":
     """Per layer: sink-key norm ratio, query cosines to the sink and to other keys, the logit split."""
     _style()
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.7))
@@ -37,7 +40,7 @@ def key_geometry(results: Sequence["ModelGeometry"]):
     return fig
 
 
-def rope_effect(results: Sequence["ModelGeometry"]):
+def rope_effect(results: Sequence["ModelResult"]) -> "Figure":
     """Query-key cosine before and after the rotary embedding, per layer, one panel per model."""
     _style()
     fig, axes = plt.subplots(1, len(results), figsize=(4.4 * len(results), 3.6), squeeze=False)
@@ -55,12 +58,12 @@ def rope_effect(results: Sequence["ModelGeometry"]):
     return fig
 
 
-def per_head(results: Sequence["ModelGeometry"], measure: str, title: str, center: float | None = None):
+def per_head(results: Sequence["ModelResult"], measure: str, title: str, center: float | None = None) -> "Figure":
     """Layer x head heatmap of one geometry measure (mean over sentences), one panel per model."""
     _style()
     fig, axes = plt.subplots(1, len(results), figsize=(3.8 * len(results), 3.9), squeeze=False)
     for ax, r in zip(axes[0], results):
-        data = r.extra["per_head"][measure]
+        data = r.heads[measure]  # [layer, head] (key norms: [layer, kv_head])
         step = max(1, data.shape[0] // 10)
         sns.heatmap(data, ax=ax, cmap="coolwarm" if center is not None else "viridis", center=center, yticklabels=step)
         ax.set_title(r.ref, fontsize=10)
@@ -75,11 +78,11 @@ _VALUE_PANELS = [("entropy", "attention entropy (nats)"), ("magnitude", "transfo
                  ("alignment", "geometric-semantic alignment"), ("relative_magnitude", "reference part / output")]
 
 
-def value_profiles(results: Sequence["ModelGeometry"]):
+def value_profiles(results: Sequence["ModelResult"]) -> "Figure":
     """Value-space measures by depth: faithful (top row) and corrected (bottom row)."""
     _style()
     fig, axes = plt.subplots(2, len(_VALUE_PANELS), figsize=(4.2 * len(_VALUE_PANELS), 6.6), squeeze=False)
-    for row, mode in enumerate(("faithful", "corrected")):
+    for row, mode in enumerate(MODES):
         for col, (name, title) in enumerate(_VALUE_PANELS):
             ax = axes[row][col]
             for r in results:
@@ -94,7 +97,7 @@ def value_profiles(results: Sequence["ModelGeometry"]):
     return fig
 
 
-def reference_counts(table: pd.DataFrame):
+def reference_counts(table: pd.DataFrame) -> "Figure":
     """Mean reference tokens per model by both rules, against the paper's value for its frame."""
     _style()
     long = table.melt(id_vars=["model"], value_vars=["official rule (faithful)", "per-head rule (corrected)"],

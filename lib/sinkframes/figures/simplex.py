@@ -1,6 +1,7 @@
 """Figures of the softmax-geometry page: the simplex of three keys, synthetic sweeps, real rows.
 
-Nothing here loads a model; figures are drawn from computed tables and ``ModelSimplex`` results.
+Nothing here loads a model; figures are drawn from computed tables and ``softmax_geometry`` results
+(``ModelResult``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from ..metrics import simplex
 from .style import _style
 
 if TYPE_CHECKING:
-    from ..analyses.softmax_geometry import ModelSimplex
+    from matplotlib.figure import Figure
+
+    from ..analyses.base import ModelResult
 
 _CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, math.sqrt(3) / 2]])  # [vertex, xy]
 
@@ -42,7 +45,7 @@ def _triangle(ax: plt.Axes, labels: Sequence[str] = ("key 0", "key 1", "key 2"))
     ax.axis("off")
 
 
-def simplex_panels(n_paths: int = 6, seed: int = 0):
+def simplex_panels(n_paths: int = 6, seed: int = 0) -> "Figure":
     """The simplex of three keys: (left) Fisher-Rao distance to the barycentre with the paths of
     ``softmax(z * s)`` as the scale ``s`` grows, for seeded logit vectors ``z``; (middle) the same
     grid measured by the Euclidean distance, for contrast; (right) the Fisher-Rao speed of a row
@@ -77,14 +80,15 @@ def simplex_panels(n_paths: int = 6, seed: int = 0):
     return fig
 
 
-def sphere_panel(n_paths: int = 6, seed: int = 0):
+def sphere_panel(n_paths: int = 6, seed: int = 0) -> "Figure":
     """The same paths on the sphere: ``2 sqrt(p)`` maps the simplex onto an eighth of the sphere of
     radius 2, where Fisher-Rao distances are arc lengths (vertices are a quarter circle apart)."""
     _style()
     fig = plt.figure(figsize=(5.2, 4.6))
     ax = fig.add_subplot(projection="3d")
     th, ph = np.meshgrid(np.linspace(0, math.pi / 2, 30), np.linspace(0, math.pi / 2, 30))
-    ax.plot_surface(2 * np.sin(th) * np.cos(ph), 2 * np.sin(th) * np.sin(ph), 2 * np.cos(th), alpha=0.15, color="grey", lw=0)
+    ax.plot_surface(2 * np.sin(th) * np.cos(ph), 2 * np.sin(th) * np.sin(ph), 2 * np.cos(th), alpha=0.15, color="grey",
+                    lw=0)
     rng = np.random.default_rng(seed)
     scales = np.concatenate([[0.0], np.geomspace(0.05, 30, 60)])
     for _ in range(n_paths):
@@ -100,7 +104,7 @@ def sphere_panel(n_paths: int = 6, seed: int = 0):
     return fig
 
 
-def sink_sweep(sweep: pd.DataFrame):
+def sink_sweep(sweep: pd.DataFrame) -> "Figure":
     """Four measures of a row against the sink's logit, one line per row length (content logits N(0, 1))."""
     _style()
     panels = [("sink_share", "sink share"), ("normalized_entropy", "entropy / log(keys)"),
@@ -119,7 +123,7 @@ def sink_sweep(sweep: pd.DataFrame):
     return fig
 
 
-def key_norm_sweep(table: pd.DataFrame):
+def key_norm_sweep(table: pd.DataFrame) -> "Figure":
     """Sink share across queries (mean, 5th percentile) and the query alignment it needs, against
     the sink's key norm."""
     _style()
@@ -139,17 +143,18 @@ def key_norm_sweep(table: pd.DataFrame):
     return fig
 
 
-def entropy_vs_sink_share(results: Sequence["ModelSimplex"]):
+def entropy_vs_sink_share(results: Sequence["ModelResult"]) -> "Figure":
     """Normalized entropy against the share on position 0 (top) and on the strongest key (bottom):
     small dots are heads, large ones layer means, coloured by relative depth."""
     _style()
-    fig, axes = plt.subplots(2, len(results), figsize=(4.3 * len(results) + 1, 7.2), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(2, len(results), figsize=(4.3 * len(results) + 1, 7.2), squeeze=False,
+                             layout="constrained")
     for c, r in enumerate(results):
-        L = r.per_head["entropy"].shape[0]
-        depth = np.repeat(np.arange(L) / max(1, L - 1), r.per_head["entropy"].shape[1])
+        L = r.heads["entropy"].shape[0]  # heads: [layer, head]
+        depth = np.repeat(np.arange(L) / max(1, L - 1), r.heads["entropy"].shape[1])  # [layer * head]
         for row, x in enumerate(("first_share", "max_share")):
             ax = axes[row, c]
-            ax.scatter(r.per_head[x].ravel(), r.per_head["normalized_entropy"].ravel(), c=depth, cmap="viridis",
+            ax.scatter(r.heads[x].ravel(), r.heads["normalized_entropy"].ravel(), c=depth, cmap="viridis",
                        s=8, alpha=0.5, vmin=0, vmax=1)
             sc = ax.scatter(r.layers[x], r.layers["normalized_entropy"], c=r.layers["depth"], cmap="viridis",
                             s=60, edgecolor="black", vmin=0, vmax=1)
@@ -164,7 +169,7 @@ def entropy_vs_sink_share(results: Sequence["ModelSimplex"]):
     return fig
 
 
-def vertex_distance_by_layer(results: Sequence["ModelSimplex"]):
+def vertex_distance_by_layer(results: Sequence["ModelResult"]) -> "Figure":
     """Per layer against relative depth: distance to the nearest vertex (band: 95 % bootstrap CI over
     sentences), distance to the uniform row relative to the vertex-to-uniform distance, and the share
     of rows with a majority key (solid) and with a majority on position 0 (dashed)."""
@@ -173,7 +178,8 @@ def vertex_distance_by_layer(results: Sequence["ModelSimplex"]):
     for r in results:
         d = r.layers
         line = axes[0].plot(d["depth"], d["distance_to_vertex"], marker="o", ms=3, label=r.ref)[0]
-        axes[0].fill_between(d["depth"], d["distance_to_vertex_low"], d["distance_to_vertex_high"], alpha=0.2, color=line.get_color())
+        axes[0].fill_between(d["depth"], d["distance_to_vertex_low"], d["distance_to_vertex_high"], alpha=0.2,
+                             color=line.get_color())
         axes[1].plot(d["depth"], d["relative_distance_to_uniform"], marker="o", ms=3, color=line.get_color())
         axes[2].plot(d["depth"], d["near_vertex"], marker="o", ms=3, color=line.get_color())
         axes[2].plot(d["depth"], d["near_first_vertex"], ls="--", color=line.get_color())

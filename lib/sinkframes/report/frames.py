@@ -5,25 +5,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..analyses.frames import ModelFrames
+    from ..analyses.base import ModelResult
 
 
-def frame_verdicts(frames: list["ModelFrames"]) -> str:
+def frame_verdicts(frames: list["ModelResult"]) -> str:
     """Plain statements: the frame each model's evidence points to, against the paper's family label."""
     lines = []
     for f in frames:
         paper = f.record["paper_frame"]
+        frame = f.data["frame"]
         if paper == "not assigned":
             verdict = "the paper assigns no frame type to this family"
-        elif paper == f.frame:
+        elif paper == frame:
             verdict = f"agrees with the paper's **{paper}** label for the {f.record['family']} family"
         else:
             verdict = f"**differs** from the paper's **{paper}** label for the {f.record['family']} family"
-        lines.append(f"- `{f.ref}` looks **{f.frame}** ({f.reason}); this {verdict}.")
+        lines.append(f"- `{f.ref}` looks **{frame}** ({f.data['reason']}); this {verdict}.")
     return "\n".join(lines)
 
 
-def depth_notes(frames: list["ModelFrames"]) -> str:
+def depth_notes(frames: list["ModelResult"]) -> str:
     """Where each model's first-token sink is weakest and strongest, and how many layers it dominates."""
     lines = []
     for f in frames:
@@ -40,7 +41,7 @@ def depth_notes(frames: list["ModelFrames"]) -> str:
     return "\n".join(lines)
 
 
-def bos_comparison_notes(default: list["ModelFrames"], forced: list["ModelFrames"]) -> str:
+def bos_comparison_notes(default: list["ModelResult"], forced: list["ModelResult"]) -> str:
     """How the sink evidence of each model moves when a BOS token is forced at position 0."""
     by_ref = {f.ref: f for f in default}
     lines = []
@@ -48,11 +49,12 @@ def bos_comparison_notes(default: list["ModelFrames"], forced: list["ModelFrames
         d = by_ref.get(f.ref)
         if d is None:
             continue
+        before, after = d.data["evidence"], f.data["evidence"]
         lines.append(
-            f"- `{f.ref}` with `{f.extra.get('position0_tokens', ['?'])[0]}` forced at position 0: queries peaking on "
-            f"position 0 {d.evidence['first_token_concentration']:.2f} -> {f.evidence['first_token_concentration']:.2f}, "
-            f"share on position 0 {d.evidence['first_token_share']:.2f} -> {f.evidence['first_token_share']:.2f}, "
-            f"reference tokens per head {d.evidence['reference_count']:.2f} -> {f.evidence['reference_count']:.2f}; "
-            f"frame {d.frame} -> {f.frame}."
+            f"- `{f.ref}` with `{f.data.get('position0_tokens', ['?'])[0]}` forced at position 0: queries peaking on "
+            f"position 0 {before['first_token_concentration']:.2f} -> {after['first_token_concentration']:.2f}, "
+            f"share on position 0 {before['first_token_share']:.2f} -> {after['first_token_share']:.2f}, "
+            f"reference tokens per head {before['reference_count']:.2f} -> {after['reference_count']:.2f}; "
+            f"frame {d.data['frame']} -> {f.data['frame']}."
         )
     return "\n".join(lines)

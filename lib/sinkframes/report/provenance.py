@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import platform
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 import transformers
@@ -24,14 +24,16 @@ def provenance(profile: str, models: list[str], n_sentences: int, dataset: str, 
     )
 
 
-def model_notes(frames: list["ModelResult"]) -> str:
-    """One line per model: what was loaded, with its quantization and BOS convention."""
+def model_notes(results: Sequence["ModelResult"]) -> str:
+    """One line per model of any analysis' results: what was loaded, with its quantization and BOS convention."""
     lines = []
-    for f in frames:
-        r = f.record
-        bos = f"adds a start token (`{r['position0_token']}` at position 0)" if r["adds_bos"] else "adds no start token (position 0 is the first word)"
+    for res in results:
+        r = res.record
+        bos = (f"adds a start token (`{r['position0_token']}` at position 0)" if r["adds_bos"]
+               else "adds no start token (position 0 is the first word)")
         lines.append(
-            f"- `{r['ref']}`: {r['architecture']} ({r['family']} family), {r['n_layers']} layers, {r['n_heads']} query heads / "
-            f"{r['n_kv_heads']} KV head{'s' if r['n_kv_heads'] != 1 else ''}, {r['position_encoding']}; weights: {r['quantization']}; tokenizer {bos}."
+            f"- `{r['ref']}`: {r['architecture']} ({r['family']} family), {r['n_layers']} layers, "
+            f"{r['n_heads']} query heads / {r['n_kv_heads']} KV head{'s' if r['n_kv_heads'] != 1 else ''}, "
+            f"{r['position_encoding']}; weights: {r['quantization']}; tokenizer {bos}."
         )
     return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""Chapter 2 text: where each model's attention rows lie on the simplex, and the verdict on §3.2."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ..analyses.softmax_geometry import claim_evidence, head_correlation
+
+if TYPE_CHECKING:
+    from ..analyses.base import ModelResult
+
+
+def geometry_notes(results: list["ModelResult"]) -> str:
+    """Plain statements drawn from the data: how concentrated each model's rows are, on which key,
+    and whether lower entropy goes with a larger share on position 0 across heads."""
+    lines = []
+    for r in results:
+        d = r.layers
+        L = len(d)
+        majority_layers = int((d["near_vertex"] >= 0.5).sum())
+        first_layers = int((d["near_first_vertex"] >= 0.5).sum())
+        near = d["near_vertex"].mean()
+        near_first = d["near_first_vertex"].mean()
+        on_first = near_first / near if near > 0 else float("nan")
+        rho = head_correlation(r)
+        lo = d.loc[d["distance_to_vertex"].idxmin()]
+        hi = d.loc[d["distance_to_vertex"].idxmax()]
+        trend = ("the correlation of entropy and the weight on position 0 is undefined (one is constant)"
+                 if math.isnan(rho) else
+                 "lower entropy goes with more weight on position 0" if rho <= -0.5 else
+                 "higher entropy goes with more weight on position 0" if rho >= 0.5 else
+                 "entropy and the weight on position 0 are only weakly related")
+        lines.append(
+            f"- `{r.ref}`: {near:.0%} of rows give one key more than half of their mass (within pi/2 of a vertex), "
+            f"and {on_first:.0%} of those put it on position 0; a majority of rows do so in {majority_layers} of {L} "
+            f"layers "
+            f"({first_layers} with position 0 as that key). Rows are closest to a vertex in layer {int(lo.layer)} "
+            f"(mean distance {lo.distance_to_vertex:.2f}, share on position 0 {lo.first_share:.2f}) and farthest in "
+            f"layer "
+            f"{int(hi.layer)} ({hi.distance_to_vertex:.2f}). Across heads, {trend}"
+            + ("." if math.isnan(rho) else f" (Spearman {rho:+.2f}).")
+        )
+    return "\n".join(lines)
+
+
+def claim_verdict(results: list["ModelResult"]) -> str:
+    """One line per model: the outcome of ``softmax_geometry.CLAIM_RULE`` (see ``claim_evidence``)."""
+    lines = []
+    for r in results:
+        ev = claim_evidence(r)
+        edge = " (on the rule's threshold)" if ev["on_threshold"] else ""
+        if ev["outcome"] == "supports":
+            verdict = f"**supports** it{edge}"
+        elif ev["outcome"] == "partly supports":
+            verdict = f"**partly supports** it{edge}: rows are concentrated, but mostly not on position 0"
+        else:
+            verdict = "**does not support** it: most rows in most layers stay spread over several keys"
+        lines.append(f"- `{r.ref}` {verdict} (layers with a majority of concentrated rows: "
+                     f"{ev['concentrated_layers']:.0%}; concentrated rows on position 0: {ev['on_first']:.0%}).")
+    return "\n".join(lines)
