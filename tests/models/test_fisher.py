@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from sinkframes import corpus
 from sinkframes import extraction as extract
+from sinkframes.analyses.base import ModelResult
 from sinkframes.probes import fisher
+from sinkframes.types import MODES
 
 
 class SoftmaxModel(torch.nn.Module):
@@ -74,8 +77,8 @@ def test_grouping(name, layer, group, official):
 def test_fisher_on_tiny_models(ref):
     lm = extract.get_model(ref, device="cpu")
     texts = corpus.sample_sentences(3, seed=2)["text"].tolist()
-    res = {m: fisher.fisher_norms(lm, texts, mode=m, seed=0, progress=False) for m in fisher.MODES}
-    for mode, r in res.items():
+    res = {m: fisher.fisher_norms(lm, texts, mode=m, seed=0, progress=False) for m in MODES}
+    for r in res.values():
         by = r.by_layer()
         assert len(by) == lm.record.n_layers and (by["fisher"] > 0).all()
         assert by["share"].sum() <= 1 + 1e-9
@@ -122,4 +125,25 @@ def test_encoder_fisher_uses_the_masked_lm_head_when_the_checkpoint_has_one(tmp_
     assert models.load_masked_lm("tiny:llama") is None
     texts = corpus.sample_sentences(2, seed=0)["text"].tolist()
     assert fisher.cached_fisher(str(tmp_path / "mlm"), texts, progress=False).objective == "masked-token cross-entropy"
-    assert fisher.cached_fisher(str(tmp_path / "bare"), texts, progress=False).objective.startswith("masked-sentence embedding")
+    bare = fisher.cached_fisher(str(tmp_path / "bare"), texts, progress=False)
+    assert bare.objective.startswith("masked-sentence embedding")
+
+
+@pytest.mark.parametrize("ref", ["tiny:llama", "tiny:bert"])
+def test_information_analysis_runs_every_suite_through_the_cache(ref):
+    from sinkframes.analyses import information as info
+    from sinkframes.report import information as information_report
+
+    texts = corpus.sample_sentences(4, seed=1)["text"].tolist()
+    (r,) = info.analyse([ref], texts, n_output=3, n_fisher=2, seed=0, batch_size=2, device="cpu", progress=False)
+    assert isinstance(r, ModelResult) and r.analysis == "information" and r.n_sentences == 4 and not r.from_cache
+    assert r.params["batch_size"] == 2 and r.params["n_fisher"] == 2
+    assert set(r.data["fisher"]) == set(MODES)
+    assert all(fr.values["sentence"].nunique() == 2 for fr in r.data["fisher"].values())
+    assert r.data["output"].per_sentence["sentence"].nunique() == 3
+    assert r.layers["layer"].tolist() == list(range(r.n_layers))
+    again = info.analyse([ref], texts, n_output=3, n_fisher=2, seed=0, batch_size=2, device="cpu", progress=False)[0]
+    assert again.from_cache
+    pd.testing.assert_frame_equal(info.fisher_table([again]), info.fisher_table([r]))
+    pd.testing.assert_frame_equal(info.output_table([again]), info.output_table([r]))
+    assert information_report.information_verdicts([r]) == information_report.information_verdicts([again])

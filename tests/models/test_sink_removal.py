@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sinkframes.types import RunOptions
 from sinkframes import corpus
-from sinkframes.extraction import batching, hooks
 from sinkframes import extraction as extract
-from sinkframes.probes import sink_removal as interventions
+from sinkframes.extraction import batching, hooks
+from sinkframes.probes import sink_removal
+from sinkframes.types import RunOptions
 
 
 @pytest.fixture(scope="module", params=["tiny:llama", "tiny:gemma3", "tiny:bert"])
@@ -26,12 +26,12 @@ def _inputs(lm, n=3):
 @torch.no_grad()
 def test_noop_edit_reproduces_outputs_exactly(lm):
     ids, (input_ids, mask) = _inputs(lm)
-    base = interventions._outputs(lm, input_ids, mask)
-    with hooks.attention_hook(lm.model, edit=interventions.remove_key(torch.full((len(ids),), -1))):
-        same = interventions._outputs(lm, input_ids, mask)
+    base = sink_removal._outputs(lm, input_ids, mask)
+    with hooks.attention_hook(lm.model, edit=sink_removal.remove_key(torch.full((len(ids),), -1))):
+        same = sink_removal._outputs(lm, input_ids, mask)
     assert torch.equal(base, same)
     # the patch is removed afterwards
-    assert torch.equal(interventions._outputs(lm, input_ids, mask), base)
+    assert torch.equal(sink_removal._outputs(lm, input_ids, mask), base)
 
 
 @torch.no_grad()
@@ -40,12 +40,12 @@ def test_sink_removal_changes_weights_as_specified(lm):
     seen = []
 
     def spy(weights, module):
-        new = interventions.remove_key(torch.zeros(len(ids), dtype=torch.long))(weights, module)
+        new = sink_removal.remove_key(torch.zeros(len(ids), dtype=torch.long))(weights, module)
         seen.append((weights, new))
         return new
 
     with hooks.attention_hook(lm.model, edit=spy):
-        edited = interventions._outputs(lm, input_ids, mask)
+        edited = sink_removal._outputs(lm, input_ids, mask)
     assert len(seen) == lm.record.n_layers
     w, new = seen[0]  # [batch, head, query, key]
     n = len(ids[0])
@@ -58,13 +58,13 @@ def test_sink_removal_changes_weights_as_specified(lm):
     torch.testing.assert_close(new[0, :, rows, :n].sum(-1), torch.ones_like(new[0, :, rows, 0]))
     expected = w[0, :, rows, 1:n] / w[0, :, rows, 1:n].sum(-1, keepdim=True)
     torch.testing.assert_close(new[0, :, rows, 1:n], expected)
-    assert not torch.equal(edited, interventions._outputs(lm, input_ids, mask))
+    assert not torch.equal(edited, sink_removal._outputs(lm, input_ids, mask))
 
 
 def test_output_check_scores(lm):
     texts = corpus.sample_sentences(4, seed=1)["text"].tolist()
-    per = interventions.output_check(lm, texts, seed=0, opts=RunOptions(batch_size=2, progress=False), noop=True)
-    check = interventions.summarize_check(lm.record.ref, lm.record.causal, per)
+    per = sink_removal.output_check(lm, texts, seed=0, opts=RunOptions(batch_size=2, progress=False), noop=True)
+    check = sink_removal.summarize_check(lm.record.ref, lm.record.causal, per)
     noop = per[per["condition"] == "noop"]
     if lm.record.causal:
         assert (noop["kl"].abs() < 1e-9).all() and (noop["nll_base"] == noop["nll_edit"]).all()
@@ -77,5 +77,5 @@ def test_output_check_scores(lm):
 
 
 def test_random_keys_seeded():
-    assert interventions.random_keys([5, 9, 1], 3) == interventions.random_keys([5, 9, 1], 3)
-    assert interventions.random_keys([1], 0) == [-1]
+    assert sink_removal.random_keys([5, 9, 1], 3) == sink_removal.random_keys([5, 9, 1], 3)
+    assert sink_removal.random_keys([1], 0) == [-1]

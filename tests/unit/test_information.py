@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from scipy.stats import entropy
@@ -61,7 +62,8 @@ def test_remove_columns_renormalizes_and_handles_empty_rows():
     torch.testing.assert_close(m[3], torch.tensor([0, 1 / 3, 1 / 3, 1 / 3], dtype=torch.float64))
     torch.testing.assert_close(m[1], torch.tensor([0, 1.0, 0, 0], dtype=torch.float64))
     u = inf.remove_columns(a, cols, "uniform")[0, 0]
-    torch.testing.assert_close(u[0], torch.tensor([0, 1 / 3, 1 / 3, 1 / 3], dtype=torch.float64))  # official: future included
+    # official: the future keys are included
+    torch.testing.assert_close(u[0], torch.tensor([0, 1 / 3, 1 / 3, 1 / 3], dtype=torch.float64))
 
 
 def test_kl_change_two_heads_known_answer():
@@ -124,14 +126,88 @@ def test_reducer_and_tables():
         a = torch.softmax(logits.masked_fill(~mask, float("-inf")), -1)
         summaries.append(red(a, True))
     assert summaries[0]["p90/faithful/reduction"].shape == (3,)
-    f = ainf.layer_table(summaries, "faithful", "p90")
-    c = ainf.layer_table(summaries, "corrected", "p90", n_perm=200)
+    samples = ainf.stack_all(summaries)
+    assert samples["p90/n_sinks"].shape == (4, 3) and samples["n_tokens"].tolist() == [8, 12, 25, 9]
+    f = ainf.layer_table(samples, "faithful", "p90")
+    c = ainf.layer_table(samples, "corrected", "p90", n_perm=200)
     assert list(f["layer"]) == [0, 1, 2] and (f["p_value"] == 1.0).all() and (f["combined_p"] == 1.0).all()
     assert (c["ci_low"] <= c["kl_reduction"] + 1e-12).all() and (c["kl_reduction"] <= c["ci_high"] + 1e-12).all()
     assert ((c["p_holm"] >= c["p_value"]) & (c["p_holm"] <= 1)).all()
     assert ((c["sink_mass"] > 0) & (c["sink_mass"] <= 1)).all()
-    r = ainf.region_table(summaries, "p90")
+    r = ainf.region_table(samples, "p90")
     assert list(r["region"]) == ["early", "middle", "late"]
+    with pytest.raises(ValueError, match="mode"):
+        ainf.layer_table(samples, "official", "p90")  # type: ignore[arg-type]
+
+
+def _summaries(n_layers: int = 3, lengths: tuple[int, ...] = (8, 12, 25, 9)) -> list[dict[str, torch.Tensor]]:
+    rng = torch.Generator().manual_seed(0)
+    out = []
+    for n in lengths:
+        logits = torch.randn(n_layers, 4, n, n, generator=rng)
+        logits[..., 0] += 3.0
+        mask = torch.tril(torch.ones(n, n, dtype=torch.bool))
+        out.append(inf.InformationReducer()(torch.softmax(logits.masked_fill(~mask, float("-inf")), -1), True))
+    return out
+
+
+def test_result_and_tables_by_mode():
+    record = {"ref": "fake", "n_layers": 3, "causal": True, "family": "llama"}
+    r = ainf.from_summaries(record, _summaries(), seed=2)
+    assert r.analysis == "information" and r.n_sentences == 4 and r.params["seed"] == 2
+    assert r.data["output"] is None and r.data["fisher"] == {}
+    pd.testing.assert_frame_equal(r.layers, ainf.layer_table(r.samples, "corrected", ainf.DEFAULT_RULE, seed=2))
+    faithful, corrected = r.tables("faithful"), r.tables("corrected")
+    assert set(faithful) == {"layers"} and set(corrected) == {"layers", "regions"}
+    pd.testing.assert_frame_equal(faithful["layers"], ainf.layer_table(r.samples, "faithful", "p90", seed=2))
+    pd.testing.assert_frame_equal(corrected["regions"], ainf.region_table(r.samples, "p90", seed=2))
+    # computed once per result and mode: the same frame comes back
+    assert ainf.model_layers(r, "corrected") is r.layers
+    assert ainf.model_layers(r, "corrected", "p95") is ainf.model_layers(r, "corrected", "p95")
+    prof = ainf.kl_profiles([r])
+    assert prof.groupby("mode").size().to_dict() == {"corrected": 3, "faithful": 3}
+    summary = ainf.summary_table([r])
+    assert summary["mode"].tolist() == list(MODES)
+    assert set(ainf.rule_table([r])["rule"]) == set(inf.rules())
+    assert ainf.output_table([r]).empty and ainf.fisher_profiles([r]).empty
+
+
+def test_analyse_passes_every_run_option_to_every_suite(monkeypatch):
+    from sinkframes.analyses import information as module
+    from sinkframes.extraction import Extraction
+    from sinkframes.types import RunOptions
+
+    seen: dict[str, list[RunOptions]] = {"summarize": [], "output": [], "fisher": []}
+    record = {"ref": "fake", "n_layers": 3, "causal": True, "family": "llama"}
+
+    def summarize(ref, texts, reducer, opts):
+        seen["summarize"].append(opts)
+        return Extraction(record=record, texts=texts, tokens=[], summaries=_summaries(), from_cache=True)
+
+    def output_check(ref, texts, seed=0, opts=None):
+        seen["output"].append(opts)
+        return "output check"
+
+    def fisher(ref, texts, mode, seed=0, opts=None):
+        seen["fisher"].append(opts)
+        return f"fisher {mode} on {len(texts)}"
+
+    monkeypatch.setattr(module, "summarize", summarize)
+    monkeypatch.setattr(module.sink_removal, "cached_output_check", output_check)
+    monkeypatch.setattr(module.fisher_mod, "cached_fisher", fisher)
+    options = dict(batch_size=3, max_length=64, bos_policy="force", truncation=True, dtype="float16", device="cpu",
+                   revision="abc", quantization="q4", progress=False, use_cache=False)
+    results = module.analyse(["a", "b"], ["x"] * 5, n_output=2, n_fisher=1, seed=1, **options)
+    expected = RunOptions(**options)
+    assert seen == {"summarize": [expected] * 2, "output": [expected] * 2, "fisher": [expected] * 4}
+    r = results[0]
+    assert r.from_cache and r.data["output"] == "output check"
+    assert r.data["fisher"] == {"faithful": "fisher faithful on 1", "corrected": "fisher corrected on 1"}
+    assert r.params == {"n_output": 2, "n_fisher": 1, "seed": 1, **options}
+    with pytest.raises(TypeError, match="run option"):
+        module.analyse(["a"], ["x"], batchsize=3)
+    with pytest.raises(ValueError, match="n_output"):
+        module.analyse(["a"], ["x"], n_output=-1)
 
 
 def test_bad_input():

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sinkframes import stats
 from sinkframes.analyses import spectral as sp
+from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics.graphs import ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS
 
 T = len(ALL_THRESHOLDS)
 
 
-def spectra(values: dict[str, np.ndarray], n_layers: int, n_samples: int) -> sp.ModelSpectra:
+def spectra(values: dict[str, np.ndarray], n_layers: int, n_samples: int) -> ModelResult:
     rec = {"ref": "synthetic", "n_layers": n_layers, "causal": True}
     full = {k: np.broadcast_to(v, (n_samples, T, n_layers)).astype(float).copy() for k, v in values.items()}
-    return sp.ModelSpectra(record=rec, values=full, n_tokens=np.full(n_samples, 20))
+    return sp.from_values(rec, full, np.full(n_samples, 20))
 
 
 def test_middle_peak_is_found_with_its_factor():
@@ -69,9 +71,10 @@ def test_official_trend_lists_mix_interim_snapshots():
     fied = np.zeros((S, T, L))
     fied[:60, :, 2:4] = 10.0  # only the early samples have a middle-layer peak
     ms = spectra({"laplacian/fiedler": fied, "laplacian/density": np.full((S, T, L), 0.5),
-                  **{f"laplacian/{m}": np.ones((S, T, L)) for m in ("spectral_gap", "star_likeness", "gini", "centralization", "degree_variance")}},
+                  **{f"laplacian/{m}": np.ones((S, T, L))
+                     for m in ("spectral_gap", "star_likeness", "gini", "centralization", "degree_variance")}},
                  L, S)
-    ms.values["laplacian/fiedler"] = fied + 1.0
+    ms.samples["laplacian/fiedler"] = fied + 1.0
     reg = sp.faithful_laplacian(ms)["regions"]
     row = reg[(reg.metric == "fiedler")].iloc[0]
     # final values: middle layers mean 1 + 10 * 60/120 = 6 against 1 -> factor 6
@@ -105,8 +108,8 @@ def test_faithful_fiedler_misaligns_after_empty_graphs():
     # with a linear series the shift happens to keep r; irregular series expose the misalignment
     f = np.array([0.0, 2, 7, 1, 8, 3])
     c2 = np.array([np.nan, 5, 1, 4, 2, 3])
-    ms.values["fiedler/fiedler"] = np.broadcast_to(f[:, None, None], (S, T, L)).copy()
-    ms.values["fiedler/centralization"] = np.broadcast_to(c2[:, None, None], (S, T, L)).copy()
+    ms.samples["fiedler/fiedler"] = np.broadcast_to(f[:, None, None], (S, T, L)).copy()
+    ms.samples["fiedler/centralization"] = np.broadcast_to(c2[:, None, None], (S, T, L)).copy()
     row = sp.faithful_fiedler(ms)
     r_official = row[(row.metric == "centralization") & (row.threshold == 0.5)].iloc[0]["mean r (official)"]
     assert r_official == pytest.approx(np.corrcoef(f[:5], c2[1:])[0, 1])
@@ -131,17 +134,52 @@ def test_tables_by_mode():
     rng = np.random.default_rng(4)
     keys = [f"corrected/{m}" for m in ("lambda2", "lambda2_norm", "star_basic", "star_composite", "centralization",
                                        "degree_variance", "density_allowed", "gini")]
-    keys += [f"laplacian/{m}" for m in ("fiedler", "spectral_gap", "star_likeness", "gini", "centralization", "degree_variance", "density")]
+    keys += [f"laplacian/{m}" for m in ("fiedler", "spectral_gap", "star_likeness", "gini", "centralization",
+                                        "degree_variance", "density")]
     keys += [f"fiedler/{m}" for m in ("fiedler", "star_likeness", "centralization", "degree_variance", "density")]
     ms = spectra({k: rng.uniform(0.1, 1, (S, T, L)) for k in keys}, L, S)
-    corrected = sp.tables(ms, "corrected")
-    faithful = sp.tables(ms, "faithful")
+    corrected = ms.tables("corrected")
+    faithful = ms.tables("faithful")
     assert set(corrected) == {"layers", "peaks", "correlations"}
     assert set(faithful) == {"layers", "effectiveness", "regions", "correlations", "fiedler"}
     assert set(faithful["fiedler"].threshold) == set(FIEDLER_NOTEBOOK_THRESHOLDS)
     assert set(corrected["peaks"].threshold) == set(PAPER_THRESHOLDS)
+    # the registered builder is sp.tables with the analysis' seed; another seed moves only the intervals
+    pd.testing.assert_frame_equal(corrected["layers"], sp.tables(ms, "corrected", seed=0)["layers"])
+    other = sp.tables(ms, "corrected", seed=1)["layers"]
+    assert other["mean"].equals(corrected["layers"]["mean"]) and not other["low"].equals(corrected["layers"]["low"])
     with pytest.raises(ValueError, match="mode"):
-        sp.tables(ms, "exact")
+        sp.tables(ms, "exact")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="mode"):
+        ms.tables("exact")  # type: ignore[arg-type]
+
+
+def test_result_fields_and_cross_model_tables():
+    L, S, H = 5, 8, 3
+    rng = np.random.default_rng(6)
+    keys = [f"corrected/{m}" for m in sp.LAYER_METRICS + ("gini",)]
+    keys += [f"laplacian/{m}" for m in ("fiedler", "spectral_gap", "star_likeness", "gini", "centralization",
+                                        "degree_variance", "density")]
+    keys += [f"fiedler/{m}" for m in ("fiedler", "star_likeness", "centralization", "degree_variance", "density")]
+    values = {k: rng.uniform(0.1, 1, (S, T, L)) for k in keys}
+    star = rng.uniform(0, 1, (S, L, H))
+    star[:, 0, 0] = np.nan  # a head never defined: its mean is NaN, without a warning
+    ms = sp.from_values({"ref": "a", "n_layers": L, "causal": True}, {**values, "head/star_basic": star},
+                        np.full(S, 12))
+    assert ms.analysis == "spectral" and ms.n_sentences == S and ms.samples["n_tokens"].shape == (S,)
+    assert sp.head_table(ms, "star_basic").shape == (L, H) and np.isnan(sp.head_table(ms, "star_basic")[0, 0])
+    assert sp.head_table(ms, "star_basic")[1:] == pytest.approx(star[:, 1:].mean(0))
+    # the per-layer table: corrected layer means at each paper threshold
+    assert ms.layers["layer"].tolist() == list(range(L))
+    t = PAPER_THRESHOLDS[2]
+    assert ms.layers[f"lambda2@{t:g}"].to_numpy() == pytest.approx(sp.at(ms, "corrected/lambda2", [t])[:, 0].mean(0))
+    other = sp.from_values({"ref": "b", "n_layers": L, "causal": False}, values, np.full(S, 12))
+    tab = sp.tabulate([ms, other])
+    assert tab.table("peaks", "corrected")["model"].unique().tolist() == ["a", "b"]
+    pd.testing.assert_frame_equal(tab.per_model("faithful")[1]["regions"], other.tables("faithful")["regions"])
+    assert tab.comparison["model"].unique().tolist() == ["a", "b"]
+    with pytest.raises(ValueError, match="mode"):
+        tab.table("layers", "official")  # type: ignore[arg-type]
 
 
 def test_u_shape_is_a_middle_dip():

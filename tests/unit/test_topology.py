@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from scipy.sparse.csgraph import connected_components
 
 from sinkframes.analyses import topology as atopo
+from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics import topology as T
-
+from sinkframes.report import topology as topology_report
 from tests.attention_cases import causal_first_sink, causal_uniform, previous_token, stack
 
 
@@ -213,7 +215,7 @@ def test_faithful_reads_only_the_upper_triangle():
     d = T.faithful_distance(a)
     d2 = d.copy()
     d2[np.tril_indices(12, -1)] = 0.5
-    for x, y in zip(T.faithful_diagrams(d), T.faithful_diagrams(d2)):
+    for x, y in zip(T.faithful_diagrams(d), T.faithful_diagrams(d2), strict=True):
         assert np.array_equal(x, y)
 
 
@@ -252,7 +254,8 @@ def test_faithful_h1_agrees_with_corrected_on_a_symmetric_zero_diagonal_matrix()
 
 def test_faithful_is_degenerate_on_any_causal_matrix_at_every_layer():
     L, H, n = 5, 3, 37
-    att = torch.stack([torch.stack([random_attention(n, True, seed=10 * l + h) for h in range(H)]) for l in range(L)])
+    att = torch.stack([torch.stack([random_attention(n, True, seed=10 * layer + h) for h in range(H)])
+                       for layer in range(L)])
     out = T.TopologyReducer()(att, causal=True)
     f = out["faithful"].numpy()  # [layer, field]
     b0, b1 = f[:, T.FAITHFUL_FIELDS.index("betti0")], f[:, T.FAITHFUL_FIELDS.index("betti1")]
@@ -273,24 +276,24 @@ def test_reducer_truncates_causal_models_like_the_tokenizer():
     assert g[mean_idx].item() == pytest.approx(1 / n)  # encoders are used whole
 
 
-def test_faithful_matches_ripser_when_installed():
-    ripser = pytest.importorskip("ripser")
+def test_faithful_matches_ripser():
+    import ripser  # a test dependency: the reference implementation the official code called
     for seed in range(20):
         n = 5 + 2 * seed
         a = random_attention(n, causal=seed % 2 == 0, seed=seed).numpy().astype(np.float32)
         d = T.faithful_distance(a)
         ref = ripser.ripser(d, maxdim=1, distance_matrix=True)["dgms"]
-        for mine, theirs in zip(T.faithful_diagrams(d), ref):
+        for mine, theirs in zip(T.faithful_diagrams(d), ref, strict=True):
             key = lambda x: x[np.lexsort((x[:, 1], x[:, 0]))]  # noqa: E731
             assert len(mine) == len(theirs) and np.allclose(key(mine), key(theirs), atol=1e-6)
 
 
 # ----------------------------------------------------------------------------- aggregation
 
-def _fake_model(causal: bool, tokens: list[list[str]], tops: list[int]) -> atopo.ModelTopology:
+def _fake_model(causal: bool, tokens: list[list[str]], tops: list[int]) -> ModelResult:
     """A one-layer, one-head model whose per-sentence outputs come from the reducer on first-sink matrices."""
     summaries = []
-    for toks, top in zip(tokens, tops):
+    for toks, top in zip(tokens, tops, strict=True):
         n = len(toks)
         a = torch.zeros(n, n)
         a[:, top] = 1.0
@@ -298,7 +301,7 @@ def _fake_model(causal: bool, tokens: list[list[str]], tops: list[int]) -> atopo
             a = torch.tril(a)
             a[range(n), range(n)] += (a.sum(-1) == 0).float()
         summaries.append(T.TopologyReducer()(stack(a, layers=1, heads=1), causal))
-    record = {"ref": "fake", "causal": causal, "adds_bos": True, "position0_token": "<s>"}
+    record = {"ref": "fake", "n_layers": 1, "causal": causal, "adds_bos": True, "position0_token": "<s>"}
     return atopo.from_summaries(record, tokens, summaries)
 
 
@@ -325,14 +328,16 @@ def test_degeneracy_table_detects_the_token_count():
     mt = _fake_model(True, tokens, tops=[0, 0, 0])
     row = atopo.degeneracy_table([mt]).iloc[0]
     assert row["faithful Betti1 (max)"] == 0
-    assert row["sentences with the same Betti0 at every layer"] == 1.0
+    # with several layers the same-at-every-layer share is a real test (one layer would pass by construction)
+    deep = atopo.degeneracy_table([_uniform_model(True, layers=3)]).iloc[0]
+    assert deep["sentences with the same Betti0 at every layer"] == 1.0 and deep["Betti0 = min(tokens, 30)"] == 1.0
 
 
 def test_faithful_layer_tests_reproduce_the_constant_decoder_pattern():
     lengths = (6, 10, 15, 21, 34)
     tokens = [["<s>"] + ["w"] * (n - 1) for n in lengths]
     summaries = [T.TopologyReducer()(stack(causal_uniform(n), layers=2, heads=1), True) for n in lengths]
-    mt = atopo.from_summaries({"ref": "fake", "causal": True}, tokens, summaries)
+    mt = atopo.from_summaries({"ref": "fake", "n_layers": 2, "causal": True}, tokens, summaries)
     t = atopo.faithful_layer_tests(mt)
     by = t.set_index("metric")["p"]
     assert by["Betti0"] == pytest.approx(1.0) and by["mean attention"] == pytest.approx(1.0)
@@ -340,32 +345,65 @@ def test_faithful_layer_tests_reproduce_the_constant_decoder_pattern():
     assert not t["significant"].any()
 
 
-def _uniform_model(causal: bool, lengths=(6, 10, 15, 21, 34), layers: int = 3) -> atopo.ModelTopology:
+def _uniform_model(causal: bool, lengths: tuple[int, ...] = (6, 10, 15, 21, 34), layers: int = 3) -> ModelResult:
     """Sentences whose every layer and head is uniform attention (causal or bidirectional)."""
     tokens = [["<s>"] + ["w"] * (n - 2) + ["</s>"] for n in lengths]
     make = causal_uniform if causal else (lambda n: torch.full((n, n), 1.0 / n))
     summaries = [T.TopologyReducer()(stack(make(n), layers=layers, heads=2), causal) for n in lengths]
-    record = {"ref": "uniform", "causal": causal, "adds_bos": True, "position0_token": "<s>"}
+    record = {"ref": "uniform", "n_layers": layers, "causal": causal, "adds_bos": True, "position0_token": "<s>"}
     return atopo.from_summaries(record, tokens, summaries)
+
+
+def test_analysis_result_has_a_per_layer_table_and_tables_by_mode():
+    mt = _uniform_model(True, layers=4)
+    assert mt.analysis == "topology" and mt.n_sentences == 5 and mt.n_layers == 4
+    assert mt.samples["betti0"].shape == (5, 4, len(T.CURVE_THRESHOLDS))
+    assert mt.samples["faithful_top"].shape == (5, 4, 2)
+    assert atopo.analysed_layers(mt) == T.faithful_layers(4)
+    assert mt.layers["layer"].tolist() == [0, 1, 2, 3]
+    assert mt.layers["analysed"].tolist() == [layer in T.faithful_layers(4) for layer in range(4)]
+    corrected_all = atopo.corrected_table(mt).drop(columns="model")
+    pd.testing.assert_frame_equal(mt.layers[corrected_all.columns], corrected_all)
+    assert mt.layers["faithful betti0"].to_numpy() == pytest.approx(atopo.faithful_field(mt, "betti0").mean(0))
+    faithful, corrected = mt.tables("faithful"), mt.tables("corrected")
+    assert set(faithful) == {"layers", "tests"} and set(corrected) == {"layers"}
+    assert faithful["layers"]["layer"].tolist() == corrected["layers"]["layer"].tolist() == atopo.analysed_layers(mt)
+    assert "Betti0" in faithful["layers"] and "β0@0.05" in corrected["layers"]
+    both = atopo.layer_tables([mt, mt], "corrected")
+    pd.testing.assert_frame_equal(both.iloc[: len(corrected["layers"])], corrected["layers"])
+    with pytest.raises(ValueError, match="mode"):
+        mt.tables("official")  # type: ignore[arg-type]
+
+
+def test_record_and_summaries_must_agree_on_the_depth():
+    summaries = [T.TopologyReducer()(stack(causal_uniform(6), layers=2, heads=1), True)]
+    with pytest.raises(ValueError, match="layers"):
+        atopo.from_summaries({"ref": "fake", "n_layers": 3, "causal": True}, [["w"] * 6], summaries)
 
 
 def test_claim_statements_follow_the_fixed_rules():
     dec = _uniform_model(True)
-    text = atopo.claim_statements([dec])
+    text = topology_report.claim_statements([dec])
     # identical layers: no change of persistence with depth, and the same beta0 at every layer
     assert "Betti1 = 0 at every layer" in text and "**supported** once" in text
     assert "persistence rises in later layers" in text and "no clear change" in text
     # uniform causal attention: the corrected score peaks on the first token in every sentence
     assert "100% of the heads" in text and "fix on the start token `<s>`" in text
     enc = _uniform_model(False)
-    text = atopo.claim_statements([enc])
+    text = topology_report.claim_statements([enc])
     # uniform bidirectional attention is one component at every threshold up to 1/n: nothing to test for loops
     assert "beginning and end tokens" in text and "**not supported**" in text
 
 
-def test_official_selection_takes_the_shortest_text_per_focus_word_then_short_and_middle_thirds():
-    import pandas as pd
+def _shortest_per_focus_word(selected: pd.DataFrame, data: pd.DataFrame, k: int) -> bool:
+    """Whether the first ``k`` selected rows name ``k`` different focus words, each by its shortest text in ``data``."""
+    head = selected.iloc[:k]
+    shortest = data.assign(n=data["text"].str.len()).groupby("focus_word")["n"].min()
+    return (head["focus_word"].nunique() == k
+            and all(len(t) == shortest[w] for t, w in zip(head["text"], head["focus_word"], strict=True)))
 
+
+def test_official_selection_takes_the_shortest_text_per_focus_word_then_short_and_middle_thirds():
     rows = [("a" * k, w) for k, w in [(30, "x"), (10, "x"), (20, "y"), (50, "y"), (40, "z"), (5, "z"), (25, "z")]]
     rows += [("b" * k, "solo") for k in range(60, 90)]
     data = pd.DataFrame(rows, columns=["text", "focus_word"])
@@ -373,7 +411,15 @@ def test_official_selection_takes_the_shortest_text_per_focus_word_then_short_an
     # three most frequent focus words (solo: 30, z: 3, then x or y: 2) -> the shortest text of each
     assert out["text"].str.len().tolist()[:2] == [60, 5]
     big = atopo.official_selection(data, 10, seed=1)
-    assert len(big) == 10 and big["focus_word"].value_counts().index[0] in {"solo", "x", "y", "z"}
+    assert len(big) == 10
+    # all four focus words fit in n = 10: the first four rows are the shortest text of each
+    assert _shortest_per_focus_word(big, data, 4) and set(big["focus_word"].iloc[:4]) == {"solo", "x", "y", "z"}
+    # the check can fail: a longer text of the same word, or the same word twice, is caught
+    longer = big.copy()
+    longer.loc[0, "text"] = "b" * 89
+    twice = big.copy()
+    twice.iloc[1] = twice.iloc[0]
+    assert not _shortest_per_focus_word(longer, data, 4) and not _shortest_per_focus_word(twice, data, 4)
     longest_third = set(data["text"].str.len().sort_values().iloc[2 * (len(data) // 3):])
     # the random part comes from the shortest and middle thirds only
     assert not set(big["text"].str.len().iloc[4:]) & longest_third
@@ -384,7 +430,6 @@ def test_official_selection_takes_the_shortest_text_per_focus_word_then_short_an
 
 def test_official_selection_on_the_paper_csv_matches_the_spec():
     from sinkframes import corpus
-
     from tests.conftest import PAPER_CSV
 
     if not PAPER_CSV.exists():

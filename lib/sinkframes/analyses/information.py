@@ -4,12 +4,18 @@ For each model: the streamed KL-change / sink-mass summary of every sentence (fa
 corrected, every sink rule), the output-level attention edit on a subset of the sentences, and
 empirical Fisher norms (faithful and corrected) on a smaller subset (backward passes are the
 cost). Everything passes through the on-disk cache.
+
+The ``ModelResult``: ``samples`` holds every summary entry ``"<rule>/..."`` as ``[sample, layer]``
+(and ``n_tokens`` ``[sample]``); ``layers`` the corrected per-layer table of ``DEFAULT_RULE``;
+``data["output"]`` the ``OutputCheck`` (or ``None``), ``data["fisher"]`` a ``FisherResult`` per mode and
+``data["layer_tables"]`` the layer tables computed so far (:func:`model_layers`, keyed by mode and rule).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -20,8 +26,11 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics import information as inf
 from ..probes import fisher as fisher_mod
-from ..types import check_mode
+from ..probes import sink_removal
+from ..types import MODES, Mode, RunOptions, check_mode
+from .base import ModelResult, register_tables
 
+ANALYSIS = "information"
 DEFAULT_RULE = "p90"
 
 
@@ -39,11 +48,17 @@ def _nanstd(x: np.ndarray) -> float:
 
 
 def stack_summaries(summaries: list[dict[str, torch.Tensor]], key: str) -> np.ndarray:
-    """``[sample, layer]`` array of one summary entry."""
+    """``[sample, layer]`` array of one summary entry (float64)."""
     return np.stack([s[key].double().numpy() for s in summaries])
 
 
-def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, seed: int = 0, n_perm: int = 20000) -> pd.DataFrame:
+def stack_all(summaries: list[dict[str, torch.Tensor]]) -> dict[str, np.ndarray]:
+    """Every summary entry stacked: ``"<rule>/..."`` -> ``[sample, layer]``, ``n_tokens`` -> ``[sample]``."""
+    return {k: stack_summaries(summaries, k) for k in summaries[0]}
+
+
+def layer_table(samples: Mapping[str, np.ndarray], mode: Mode, rule: str, seed: int = 0,
+                n_perm: int = 20000) -> pd.DataFrame:
     """Per-layer KL reduction and sink mass for one sink ``rule``.
 
     Faithful: the official layer subset, mean, population std and count over samples, sink mass
@@ -51,12 +66,12 @@ def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, 
     Corrected: every layer, bootstrap 95 % intervals over sentences, a sign-flip test of zero mean
     reduction per layer with Holm correction across layers, and sink mass from all heads.
     """
-    check_mode(mode)
-    red = stack_summaries(summaries, f"{rule}/{mode}/reduction")  # [sample, layer]
-    before = stack_summaries(summaries, f"{rule}/{mode}/before")
-    mass = stack_summaries(summaries, f"{rule}/mass_first4" if mode == "faithful" else f"{rule}/mass_all_heads")
-    nsink = stack_summaries(summaries, f"{rule}/n_sinks")
-    first = stack_summaries(summaries, f"{rule}/has_first")
+    mode = check_mode(mode)
+    red = samples[f"{rule}/{mode}/reduction"]  # [sample, layer]
+    before = samples[f"{rule}/{mode}/before"]  # [sample, layer]
+    mass = samples[f"{rule}/mass_first4" if mode == "faithful" else f"{rule}/mass_all_heads"]  # [sample, layer]
+    nsink = samples[f"{rule}/n_sinks"]  # [sample, layer]
+    first = samples[f"{rule}/has_first"]  # [sample, layer]
     n_layers = red.shape[1]
     rows = []
     if mode == "faithful":
@@ -64,10 +79,10 @@ def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, 
             x = red[:, layer]
             rows.append({
                 "layer": layer, "region": stats.region_of(layer, n_layers),
-                "kl_before": _nanmean((before[:, layer])),
-                "kl_reduction": _nanmean((x)), "kl_reduction_std": _nanstd((x)),
+                "kl_before": _nanmean(before[:, layer]),
+                "kl_reduction": _nanmean(x), "kl_reduction_std": _nanstd(x),
                 "count": int(np.sum(~np.isnan(x))),
-                "sink_mass": _nanmean((mass[:, layer])), "sink_mass_std": _nanstd((mass[:, layer])),
+                "sink_mass": _nanmean(mass[:, layer]), "sink_mass_std": _nanstd(mass[:, layer]),
                 "n_sinks": float(nsink[:, layer].mean()), "sinks_include_first": float(first[:, layer].mean()),
                 "p_value": inf.OFFICIAL_P_VALUE,
                 "combined_p": stats.fisher_combined_p(np.full(int(np.sum(~np.isnan(x))), inf.OFFICIAL_P_VALUE)),
@@ -80,7 +95,7 @@ def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, 
         m, mlo, mhi = stats.bootstrap_ci(mass[:, layer], seed=seed + layer)
         rows.append({
             "layer": layer, "region": stats.region_of(layer, n_layers),
-            "kl_before": _nanmean((before[:, layer])),
+            "kl_before": _nanmean(before[:, layer]),
             "kl_reduction": mean, "ci_low": lo, "ci_high": hi, "count": int(np.sum(~np.isnan(x))),
             "effect_dz": stats.cohens_dz(x), "p_value": p,
             "sink_mass": m, "sink_mass_low": mlo, "sink_mass_high": mhi,
@@ -91,11 +106,11 @@ def layer_table(summaries: list[dict[str, torch.Tensor]], mode: str, rule: str, 
     return df
 
 
-def region_table(summaries: list[dict[str, torch.Tensor]], rule: str, seed: int = 0) -> pd.DataFrame:
+def region_table(samples: Mapping[str, np.ndarray], rule: str, seed: int = 0) -> pd.DataFrame:
     """Corrected KL reduction and sink mass averaged over the layers of each region (thirds,
     ``stats.layer_regions``) per sentence, with bootstrap intervals over sentences."""
-    red = stack_summaries(summaries, f"{rule}/corrected/reduction")
-    mass = stack_summaries(summaries, f"{rule}/mass_all_heads")
+    red = samples[f"{rule}/corrected/reduction"]  # [sample, layer]
+    mass = samples[f"{rule}/mass_all_heads"]  # [sample, layer]
     rows = []
     for region, layers in stats.layer_regions(red.shape[1]).items():
         if not layers:
@@ -111,58 +126,85 @@ def region_table(summaries: list[dict[str, torch.Tensor]], rule: str, seed: int 
     return pd.DataFrame(rows)
 
 
-@dataclass
-class ModelInformation:
-    """Information-geometry evidence of one model on one sentence set."""
-
-    record: dict[str, Any]
-    n_sentences: int
-    summaries: list[dict[str, Any]]
-    output: sink_removal.OutputCheck | None = None
-    fisher: dict[str, fisher_mod.FisherResult] = field(default_factory=dict)
-    seed: int = 0
-    _tables: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict, repr=False)
-
-    @property
-    def ref(self) -> str:
-        return self.record["ref"]
-
-    def layers(self, mode: str, rule: str = DEFAULT_RULE) -> pd.DataFrame:
-        if (mode, rule) not in self._tables:
-            self._tables[(mode, rule)] = layer_table(self.summaries, mode, rule, seed=self.seed)
-        return self._tables[(mode, rule)]
-
-    def regions(self, rule: str = DEFAULT_RULE) -> pd.DataFrame:
-        return region_table(self.summaries, rule, seed=self.seed)
+def from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]], seed: int = 0) -> ModelResult:
+    """A ``ModelResult`` from the reducer outputs of every sentence (no output check, no Fisher norms yet)."""
+    if not summaries:
+        raise ValueError("no sentences to aggregate")
+    r = ModelResult(analysis=ANALYSIS, record=record, n_sentences=len(summaries), samples=stack_all(summaries),
+                    data={"output": None, "fisher": {}}, params={"seed": seed})
+    r.layers = model_layers(r, "corrected")
+    return r
 
 
-def analyse(models: list[str], texts: list[str], *, n_output: int = 50, n_fisher: int = 16, seed: int = 0,
-            batch_size: int = 16, max_length: int = 256, dtype: str = "float32", device: str = "auto",
-            progress: bool = True) -> list[ModelInformation]:
-    """Run every suite of the chapter for each model (cached)."""
+def model_layers(r: ModelResult, mode: Mode, rule: str = DEFAULT_RULE) -> pd.DataFrame:
+    """:func:`layer_table` of ``r`` under ``mode`` and sink ``rule`` (computed once per result)."""
+    mode = check_mode(mode)
+    done = r.data.setdefault("layer_tables", {})  # (mode, rule) -> table
+    if (mode, rule) not in done:
+        done[(mode, rule)] = layer_table(r.samples, mode, rule, seed=_seed(r))
+    return done[(mode, rule)]
+
+
+def model_regions(r: ModelResult, rule: str = DEFAULT_RULE) -> pd.DataFrame:
+    """:func:`region_table` of ``r`` for sink ``rule``."""
+    return region_table(r.samples, rule, seed=_seed(r))
+
+
+@register_tables(ANALYSIS)
+def tables(r: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
+    """``layers`` under ``mode`` (``DEFAULT_RULE``); ``"corrected"`` adds ``regions``."""
+    if mode == "faithful":
+        return {"layers": model_layers(r, mode)}
+    return {"layers": model_layers(r, mode), "regions": model_regions(r)}
+
+
+def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, n_output: int = 50,
+                  n_fisher: int = 16, seed: int = 0, **overrides: Any) -> ModelResult:
+    """Every suite of the chapter for ``ref`` (cached): KL change and sink mass on all ``texts``, the
+    output-level check on the first ``n_output``, Fisher norms (both modes) on the first ``n_fisher``.
+
+    ``opts``/``overrides`` are run options (``batch_size=``, ``bos_policy=``, ...); every suite gets all
+    of them, and ``params`` records them with ``n_output``, ``n_fisher`` and ``seed``.
+    """
     if n_output < 0 or n_fisher < 0:
         raise ValueError("n_output and n_fisher must be >= 0")
-    out = []
-    for ref in models:
-        ex = summarize(ref, texts, inf.InformationReducer(), batch_size=batch_size, max_length=max_length,
-                               dtype=dtype, device=device, progress=progress)
-        res = ModelInformation(ex.record, len(texts), ex.summaries, seed=seed)
-        if n_output:
-            res.output = sink_removal.cached_output_check(ref, texts[:n_output], seed=seed, max_length=max_length,
-                                                           dtype=dtype, progress=progress)
-        if n_fisher:
-            res.fisher = {m: fisher_mod.cached_fisher(ref, texts[:n_fisher], m, seed=seed, dtype=dtype, progress=progress)
-                          for m in MODES}
-        out.append(res)
-    return out
+    o = RunOptions.build(opts, **overrides)
+    ex = summarize(ref, texts, inf.InformationReducer(), o)
+    r = from_summaries(ex.record, ex.summaries or [], seed=seed)
+    r.from_cache = ex.from_cache
+    r.params.update({"n_output": n_output, "n_fisher": n_fisher, **asdict(o)})
+    if n_output:
+        r.data["output"] = sink_removal.cached_output_check(ref, texts[:n_output], seed=seed, opts=o)
+    if n_fisher:
+        r.data["fisher"] = {m: fisher_mod.cached_fisher(ref, texts[:n_fisher], m, seed=seed, opts=o) for m in MODES}
+    return r
 
 
-def kl_profiles(results: list[ModelInformation], rule: str = DEFAULT_RULE) -> pd.DataFrame:
+def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, n_output: int = 50,
+            n_fisher: int = 16, seed: int = 0, **overrides: Any) -> list[ModelResult]:
+    """:func:`analyse_model` for each model, in order."""
+    if n_output < 0 or n_fisher < 0:
+        raise ValueError("n_output and n_fisher must be >= 0")
+    o = RunOptions.build(opts, **overrides)
+    return [analyse_model(m, texts, o, n_output=n_output, n_fisher=n_fisher, seed=seed) for m in models]
+
+
+def _seed(r: ModelResult) -> int:
+    """The analysis' seed (bootstrap intervals of the tables)."""
+    return int(r.params.get("seed", 0))
+
+
+def _fisher(r: ModelResult) -> dict[Mode, fisher_mod.FisherResult]:
+    """The Fisher results per mode (empty when ``n_fisher=0``)."""
+    return r.data.get("fisher") or {}
+
+
+def kl_profiles(results: list[ModelResult], rule: str = DEFAULT_RULE) -> pd.DataFrame:
     """Long table for plotting: model, mode, layer, relative depth, KL reduction, interval, sink mass."""
     frames = []
     for r in results:
         for mode in MODES:
-            d = r.layers(mode, rule).copy()
+            d = model_layers(r, mode, rule).copy()
             d["model"], d["mode"] = r.ref, mode
             d["depth"] = d["layer"] / max(1, r.record["n_layers"] - 1)
             if mode == "faithful":
@@ -172,13 +214,13 @@ def kl_profiles(results: list[ModelInformation], rule: str = DEFAULT_RULE) -> pd
     return pd.concat(frames, ignore_index=True)
 
 
-def summary_table(results: list[ModelInformation], rule: str = DEFAULT_RULE) -> pd.DataFrame:
+def summary_table(results: list[ModelResult], rule: str = DEFAULT_RULE) -> pd.DataFrame:
     """One row per model and mode: KL reduction by region, layers with negative / positive
     reduction, sink mass range, and (corrected) layers significant after Holm correction."""
     rows = []
     for r in results:
         for mode in MODES:
-            d = r.layers(mode, rule)
+            d = model_layers(r, mode, rule)
             row: dict[str, Any] = {"model": r.ref, "family": r.record["family"], "mode": mode, "layers": len(d)}
             for region in ("early", "middle", "late"):
                 sub = d[d["region"] == region]
@@ -197,26 +239,26 @@ def summary_table(results: list[ModelInformation], rule: str = DEFAULT_RULE) -> 
     return pd.DataFrame(rows)
 
 
-def rule_table(results: list[ModelInformation]) -> pd.DataFrame:
+def rule_table(results: list[ModelResult]) -> pd.DataFrame:
     """Corrected mean KL reduction and sink mass per model and sink rule, with the mean number
     of sinks and how often position 0 is one of them."""
     rows = []
     for r in results:
         for rule in inf.rules():
-            d = r.layers("corrected", rule)
+            d = model_layers(r, "corrected", rule)
             rows.append({"model": r.ref, "rule": rule, "n_sinks": d["n_sinks"].mean(),
                          "position0_is_sink": d["sinks_include_first"].mean(),
                          "kl_reduction": d["kl_reduction"].mean(), "sink_mass": d["sink_mass"].mean()})
     return pd.DataFrame(rows)
 
 
-def fisher_table(results: list[ModelInformation]) -> pd.DataFrame:
+def fisher_table(results: list[ModelResult]) -> pd.DataFrame:
     """One row per model and mode: early-third share (with interval), attention and MLP shares,
     peak layer and the loss used."""
     rows = []
     for r in results:
-        for mode, fr in r.fisher.items():
-            share, lo, hi = fr.early_share(seed=r.seed)
+        for mode, fr in _fisher(r).items():
+            share, lo, hi = fr.early_share(seed=_seed(r))
             g = fr.groups().set_index("group")["share"]
             by = fr.by_layer()
             rows.append({"model": r.ref, "mode": mode, "sentences": int(fr.values["sentence"].nunique()),
@@ -227,11 +269,11 @@ def fisher_table(results: list[ModelInformation]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fisher_profiles(results: list[ModelInformation]) -> pd.DataFrame:
+def fisher_profiles(results: list[ModelResult]) -> pd.DataFrame:
     """Long table: model, mode, layer, relative depth, Fisher share of the layer."""
     frames = []
     for r in results:
-        for mode, fr in r.fisher.items():
+        for mode, fr in _fisher(r).items():
             d = fr.by_layer()
             d["model"], d["mode"] = r.ref, mode
             d["depth"] = d["layer"] / max(1, r.record["n_layers"] - 1)
@@ -239,7 +281,7 @@ def fisher_profiles(results: list[ModelInformation]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def output_table(results: list[ModelInformation]) -> pd.DataFrame:
+def output_table(results: list[ModelResult]) -> pd.DataFrame:
     """The output-level check of every model: one row per condition."""
-    frames = [r.output.summary for r in results if r.output is not None]
+    frames = [r.data["output"].summary for r in results if r.data.get("output") is not None]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -1,7 +1,10 @@
 """Spectral graphs of thresholded attention (paper Sec. 4, 5.1-5.3, App. E-J): faithful and corrected.
 
 ``analyse_model`` streams the per-sample graph metrics of ``metrics.graphs.SpectralReducer``
-through the cache. The rest turns them into tables:
+through the cache into a ``ModelResult``: ``samples`` holds ``"<variant>/<metric>"`` ``[sample,
+threshold, layer]`` (thresholds: ``ALL_THRESHOLDS``), ``"head/<metric>"`` ``[sample, layer, head]`` and
+``n_tokens`` ``[sample]``; ``heads`` the per-head means over sentences; ``layers`` the corrected layer means
+at every paper threshold. The rest turns them into tables (``result.tables(mode)``, :func:`tabulate`):
 
 - **corrected**: the paper's thresholds, per-sentence values averaged with seeded bootstrap
   intervals over sentences, regions from ``stats.layer_regions`` (thirds by layer index), both
@@ -15,8 +18,10 @@ through the cache. The rest turns them into tables:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,10 +29,12 @@ import torch
 from scipy import stats as sps
 
 from .. import stats
-from ..types import Mode, check_mode
 from ..extraction import summarize
-from ..metrics.graphs import (ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS,
-                              SpectralReducer)
+from ..metrics.graphs import ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS, SpectralReducer
+from ..types import Mode, RunOptions, check_mode
+from .base import ModelResult, register_tables
+
+ANALYSIS = "spectral"
 
 #: ``laplacian.ipynb`` computes the full metric set only on "effective" graphs or on every 4th layer
 EFFECTIVE_DENSITY = (0.05, 0.95)
@@ -40,62 +47,81 @@ CORRECTED_CORRELATED = {"gini": "gini", "star_likeness": "star_composite", "cent
                         "degree_variance": "degree_variance"}
 
 
-@dataclass
-class ModelSpectra:
-    """Per-sentence threshold-graph metrics of one model on one sentence set."""
-
-    record: dict[str, Any]
-    values: dict[str, np.ndarray]  # "<variant>/<metric>" -> [sample, threshold, layer]; "head/<m>" -> [sample, layer, head]
-    n_tokens: np.ndarray  # [sample]
-    thresholds: tuple[float, ...] = ALL_THRESHOLDS
-    from_cache: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ref(self) -> str:
-        return self.record["ref"]
-
-    @property
-    def n_layers(self) -> int:
-        return int(self.record["n_layers"])
-
-    @property
-    def n_sentences(self) -> int:
-        return int(self.n_tokens.shape[0])
-
-    def at(self, name: str, thresholds: Sequence[float]) -> np.ndarray:
-        """``[sample, len(thresholds), layer]`` values of ``name`` at the given thresholds."""
-        idx = [self.thresholds.index(t) for t in thresholds]
-        return self.values[name][:, idx]
+#: the corrected metrics of the per-layer table and of ``tables(result, "corrected")["layers"]``
+LAYER_METRICS = ("lambda2", "lambda2_norm", "star_basic", "star_composite", "centralization", "degree_variance",
+                 "density_allowed")
 
 
-def spectra_from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]]) -> ModelSpectra:
+def at(ms: ModelResult, name: str, thresholds: Sequence[float]) -> np.ndarray:
+    """``[sample, len(thresholds), layer]`` values of ``name`` at the given thresholds."""
+    idx = [ms.data["thresholds"].index(t) for t in thresholds]
+    return ms.samples[name][:, idx]
+
+
+def _head_means(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``"head/<metric>"`` ``[sample, layer, head]`` -> ``<metric>`` ``[layer, head]`` means over sentences."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a head with no defined value in any sentence: NaN
+        return {k.split("/", 1)[1]: np.nanmean(v, 0) for k, v in values.items() if k.startswith("head/")}
+
+
+def _layer_means(ms: ModelResult) -> pd.DataFrame:
+    """One row per layer: the corrected metrics' means over sentences at each paper threshold (``<metric>@<t>``)."""
+    present = [m for m in LAYER_METRICS if f"corrected/{m}" in ms.samples]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # undefined in every sentence: NaN
+        means = {m: np.nanmean(at(ms, f"corrected/{m}", PAPER_THRESHOLDS), 0) for m in present}  # [t, layer]
+    return pd.DataFrame({"layer": range(ms.n_layers),
+                         **{f"{m}@{t:g}": means[m][i] for m in present for i, t in enumerate(PAPER_THRESHOLDS)}})
+
+
+def spectra_from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]],
+                           thresholds: tuple[float, ...] = ALL_THRESHOLDS) -> ModelResult:
+    """Stack the reducer outputs of every sentence into a ``ModelResult``."""
     if not summaries:
         raise ValueError("no samples to aggregate")
     names = [k for k in summaries[0] if k != "n_tokens"]
     values = {k: torch.stack([s[k].float() for s in summaries]).numpy() for k in names}
-    n_tok = np.array([int(s["n_tokens"]) for s in summaries])
-    return ModelSpectra(record=record, values=values, n_tokens=n_tok)
+    return from_values(record, values, np.array([int(s["n_tokens"]) for s in summaries]), thresholds)
 
 
-def analyse_model(ref: str, texts: list[str], *, per_head: bool = True, head_threshold: float = 0.05,
-                  **opts: Any) -> ModelSpectra:
-    """Threshold-graph metrics of ``ref`` on ``texts`` (one streamed pass, cached)."""
-    ex = summarize(ref, texts, SpectralReducer(per_head=per_head, head_threshold=head_threshold), **opts)
-    ms = spectra_from_summaries(ex.record, ex.summaries or [])
-    ms.from_cache = ex.from_cache
-    ms.extra["head_threshold"] = head_threshold
+def from_values(record: dict[str, Any], values: dict[str, np.ndarray], n_tokens: np.ndarray,
+                thresholds: tuple[float, ...] = ALL_THRESHOLDS) -> ModelResult:
+    """A ``ModelResult`` from per-sentence values (``"<variant>/<metric>"`` ``[sample, threshold, layer]``,
+    ``"head/<metric>"`` ``[sample, layer, head]``) and the token counts ``[sample]``."""
+    ms = ModelResult(analysis=ANALYSIS, record=record, n_sentences=int(n_tokens.shape[0]),
+                     heads=_head_means(values), samples={**values, "n_tokens": n_tokens},
+                     data={"thresholds": tuple(thresholds)}, params={"seed": 0})
+    ms.layers = _layer_means(ms)
     return ms
 
 
-def analyse(models: list[str], texts: list[str], **opts: Any) -> list[ModelSpectra]:
-    return [analyse_model(m, texts, **opts) for m in models]
+def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, per_head: bool = True,
+                  head_threshold: float = 0.05, seed: int = 0, **overrides: Any) -> ModelResult:
+    """Threshold-graph metrics of ``ref`` on ``texts`` (one streamed pass, cached).
+
+    ``per_head``/``head_threshold``: per-head metrics at that threshold; ``seed``: the tables' bootstrap
+    seed; ``opts``/``overrides`` are run options (``batch_size=``, ``dtype=``, ...). All go to ``params``.
+    """
+    o = RunOptions.build(opts, **overrides)
+    ex = summarize(ref, texts, SpectralReducer(per_head=per_head, head_threshold=head_threshold), o)
+    ms = spectra_from_summaries(ex.record, ex.summaries or [])
+    ms.from_cache = ex.from_cache
+    ms.params.update({"per_head": per_head, "head_threshold": head_threshold, "seed": seed, **asdict(o)})
+    return ms
+
+
+def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, per_head: bool = True,
+            head_threshold: float = 0.05, seed: int = 0, **overrides: Any) -> list[ModelResult]:
+    """:func:`analyse_model` for each model, in order."""
+    o = RunOptions.build(opts, **overrides)
+    return [analyse_model(m, texts, o, per_head=per_head, head_threshold=head_threshold, seed=seed) for m in models]
 
 
 # ----------------------------------------------------------------------------- corrected
 
 
-def layer_table(ms: ModelSpectra, metrics: Sequence[str], thresholds: Sequence[float] = PAPER_THRESHOLDS,
+def layer_table(ms: ModelResult, metrics: Sequence[str], thresholds: Sequence[float] = PAPER_THRESHOLDS,
                 seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
     """Long table of corrected layer means with 95 % bootstrap intervals over sentences.
 
@@ -104,12 +130,12 @@ def layer_table(ms: ModelSpectra, metrics: Sequence[str], thresholds: Sequence[f
     rows = []
     L = ms.n_layers
     regions = stats.layer_regions(L)
-    region = {l: r for r, ls in regions.items() for l in ls}
+    region = {layer: r for r, ls in regions.items() for layer in ls}
     for metric in metrics:
-        x = ms.at(f"corrected/{metric}", thresholds)  # [sample, t, layer]
+        x = at(ms, f"corrected/{metric}", thresholds)  # [sample, t, layer]
         mean, lo, hi = stats.bootstrap_mean_ci_columns(x.reshape(x.shape[0], -1), n_boot=n_boot, seed=seed)
         shape = x.shape[1:]
-        for (ti, layer), m, a, b in zip(np.ndindex(*shape), mean, lo, hi):
+        for (ti, layer), m, a, b in zip(np.ndindex(*shape), mean, lo, hi, strict=True):
             rows.append({"model": ms.ref, "metric": metric, "threshold": thresholds[ti], "layer": layer,
                          "depth": layer / max(1, L - 1), "region": region[layer], "mean": m, "low": a, "high": b})
     return pd.DataFrame(rows)
@@ -134,7 +160,7 @@ def _dip_factor(reg: np.ndarray) -> np.ndarray:
         return np.maximum(reg[..., 1] / reg[..., 0], reg[..., 1] / reg[..., 2])
 
 
-def region_peaks(ms: ModelSpectra, metric: str, thresholds: Sequence[float] = PAPER_THRESHOLDS,
+def region_peaks(ms: ModelResult, metric: str, thresholds: Sequence[float] = PAPER_THRESHOLDS,
                  seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
     """Per threshold: early/middle/late means of a corrected metric and the middle-peak factor.
 
@@ -143,7 +169,7 @@ def region_peaks(ms: ModelSpectra, metric: str, thresholds: Sequence[float] = PA
     interval lies above 1. The mirror image, a U shape, uses the dip factor
     ``max(middle/early, middle/late)``: "middle dip" only when its whole interval lies below 1.
     """
-    x = ms.at(f"corrected/{metric}", thresholds)  # [sample, t, layer]
+    x = at(ms, f"corrected/{metric}", thresholds)  # [sample, t, layer]
     S = x.shape[0]
     counts = stats.bootstrap_counts(S, n_boot, seed)  # [boot, sample]
     boot = (counts @ np.nan_to_num(x.reshape(S, -1)) / S).reshape(n_boot, *x.shape[1:])  # [boot, t, layer]
@@ -156,7 +182,8 @@ def region_peaks(ms: ModelSpectra, metric: str, thresholds: Sequence[float] = PA
     for i, t in enumerate(thresholds):
         lo, hi = np.nanquantile(dist[:, i], [0.025, 0.975]) if np.isfinite(dist[:, i]).any() else (np.nan, np.nan)
         verdict = "middle peak" if lo > 1 else ("no middle peak" if hi < 1 else "undecided")
-        dlo, dhi = np.nanquantile(dip_dist[:, i], [0.025, 0.975]) if np.isfinite(dip_dist[:, i]).any() else (np.nan, np.nan)
+        dlo, dhi = (np.nanquantile(dip_dist[:, i], [0.025, 0.975]) if np.isfinite(dip_dist[:, i]).any()
+                    else (np.nan, np.nan))
         rows.append({"model": ms.ref, "metric": metric, "threshold": t, "early": reg[i, 0], "middle": reg[i, 1],
                      "late": reg[i, 2], "peak factor": point[i], "low": lo, "high": hi, "verdict": verdict,
                      "dip factor": dip_point[i], "dip low": dlo, "dip high": dhi, "middle dip": bool(dhi < 1)})
@@ -173,7 +200,7 @@ def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(den > 1e-12, r, np.nan)
 
 
-def fiedler_correlations(ms: ModelSpectra, thresholds: Sequence[float] = PAPER_THRESHOLDS, seed: int = 0,
+def fiedler_correlations(ms: ModelResult, thresholds: Sequence[float] = PAPER_THRESHOLDS, seed: int = 0,
                          n_boot: int = 1000) -> pd.DataFrame:
     """Both kinds of Fiedler correlation, corrected definitions, at each threshold.
 
@@ -182,12 +209,12 @@ def fiedler_correlations(ms: ModelSpectra, thresholds: Sequence[float] = PAPER_T
     - ``across sentences``: Pearson over sentences within each layer (as in ``fiedler.ipynb``),
       summarized by the median over layers and the share of layers with r > 0.
     """
-    lam = ms.at("corrected/lambda2", thresholds)  # [sample, t, layer]
+    lam = at(ms, "corrected/lambda2", thresholds)  # [sample, t, layer]
     S = lam.shape[0]
     counts = stats.bootstrap_counts(S, n_boot, seed)  # [boot, sample]
     rows = []
     for name, metric in CORRECTED_CORRELATED.items():
-        m = ms.at(f"corrected/{metric}", thresholds)
+        m = at(ms, f"corrected/{metric}", thresholds)
         r_layers = _pearson_rows(np.nanmean(m, 0), np.nanmean(lam, 0))  # [t]
         bm = np.einsum("bs,stl->btl", counts, np.nan_to_num(m)) / S
         bl = np.einsum("bs,stl->btl", counts, np.nan_to_num(lam)) / S
@@ -236,7 +263,7 @@ def snapshot_sizes(n_samples: int) -> list[int]:
     return sizes + [n_samples, n_samples]
 
 
-def faithful_laplacian(ms: ModelSpectra, thresholds: Sequence[float] = PAPER_THRESHOLDS) -> dict[str, pd.DataFrame]:
+def faithful_laplacian(ms: ModelResult, thresholds: Sequence[float] = PAPER_THRESHOLDS) -> dict[str, pd.DataFrame]:
     """``laplacian.ipynb``'s aggregation of the per-sample values.
 
     Returns ``layers`` (gated layer means), ``effectiveness`` (per threshold), ``regions`` (the
@@ -244,10 +271,10 @@ def faithful_laplacian(ms: ModelSpectra, thresholds: Sequence[float] = PAPER_THR
     same verdict on final values only) and ``correlations`` (across-layer Pearson of layer means).
     """
     L = ms.n_layers
-    dens = ms.at("laplacian/density", thresholds)  # [sample, t, layer]
+    dens = at(ms, "laplacian/density", thresholds)  # [sample, t, layer]
     gate = laplacian_gate(dens, L)
     metrics = ("fiedler", "spectral_gap", "star_likeness", "gini", "centralization", "degree_variance")
-    gated = {m: np.where(gate, ms.at(f"laplacian/{m}", thresholds), np.nan) for m in metrics}
+    gated = {m: np.where(gate, at(ms, f"laplacian/{m}", thresholds), np.nan) for m in metrics}
     with np.errstate(invalid="ignore"):
         means = {m: np.nanmean(v, 0) for m, v in gated.items()}  # [t, layer]
     rows = []
@@ -273,7 +300,8 @@ def faithful_laplacian(ms: ModelSpectra, thresholds: Sequence[float] = PAPER_THR
             contaminated = _thirds_verdict(np.repeat(np.arange(L), len(sizes)), snaps[:, i].T.reshape(-1))
             final = _thirds_verdict(np.arange(L), means[m][i])
             reg_rows.append({"model": ms.ref, "metric": m, "threshold": t,
-                             "peak factor (official trend lists)": contaminated[0], "verdict (official)": contaminated[1],
+                             "peak factor (official trend lists)": contaminated[0],
+                             "verdict (official)": contaminated[1],
                              "peak factor (final values)": final[0], "verdict (final values)": final[1]})
     regions = pd.DataFrame(reg_rows)
 
@@ -302,16 +330,16 @@ def _thirds_verdict(layer_of_entry: np.ndarray, values: np.ndarray) -> tuple[flo
     return factor, {2: "CONFIRMED", 1: "PARTIAL", 0: "NOT CONFIRMED"}[above]
 
 
-def faithful_fiedler(ms: ModelSpectra, thresholds: Sequence[float] = FIEDLER_NOTEBOOK_THRESHOLDS) -> pd.DataFrame:
+def faithful_fiedler(ms: ModelResult, thresholds: Sequence[float] = FIEDLER_NOTEBOOK_THRESHOLDS) -> pd.DataFrame:
     """``fiedler.ipynb``'s statistics: per layer, Pearson across samples between the Fiedler value and
     each metric; empty-graph samples keep their 0 Fiedler value but have no metric, so the two lists
     are cut to the shorter length (misaligned); the overall value is the mean r and the mean p."""
     L = ms.n_layers
-    fied = ms.at("fiedler/fiedler", thresholds)  # [sample, t, layer]
+    fied = at(ms, "fiedler/fiedler", thresholds)  # [sample, t, layer]
     rows = []
     for name, key in (("star_likeness", "star_likeness"), ("centralization", "centralization"),
                       ("degree_variance", "degree_variance"), ("density", "density")):
-        vals = ms.at(f"fiedler/{key}", thresholds)
+        vals = at(ms, f"fiedler/{key}", thresholds)
         for i, t in enumerate(thresholds):
             rs, ps = [], []
             for layer in range(L):
@@ -330,7 +358,8 @@ def faithful_fiedler(ms: ModelSpectra, thresholds: Sequence[float] = FIEDLER_NOT
     return pd.DataFrame(rows)
 
 
-def faithful_vs_corrected(ms: ModelSpectra, faithful: dict[str, pd.DataFrame], corrected: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def faithful_vs_corrected(ms: ModelResult, faithful: dict[str, pd.DataFrame],
+                          corrected: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Headline quantities side by side, at every threshold either version uses.
 
     ``faithful`` and ``corrected`` are ``tables(ms, mode)`` of the same model. Columns: the
@@ -342,21 +371,23 @@ def faithful_vs_corrected(ms: ModelSpectra, faithful: dict[str, pd.DataFrame], c
     rows = []
     for t in sorted(set(PAPER_THRESHOLDS) | set(FIEDLER_NOTEBOOK_THRESHOLDS)):
         row: dict[str, Any] = {"model": ms.ref, "threshold": t,
-                               "in paper list": t in PAPER_THRESHOLDS, "in fiedler.ipynb list": t in FIEDLER_NOTEBOOK_THRESHOLDS}
+                               "in paper list": t in PAPER_THRESHOLDS,
+                               "in fiedler.ipynb list": t in FIEDLER_NOTEBOOK_THRESHOLDS}
         if t in PAPER_THRESHOLDS:
             lay = fl["layers"][fl["layers"].threshold == t]
             reg = fl["regions"][(fl["regions"].metric == "fiedler") & (fl["regions"].threshold == t)].iloc[0]
-            cor = fl["correlations"][(fl["correlations"].metric == "centralization") & (fl["correlations"].threshold == t)].iloc[0]
+            fc = fl["correlations"]
+            cor = fc[(fc.metric == "centralization") & (fc.threshold == t)].iloc[0]
             pk = peaks[peaks.threshold == t].iloc[0]
             cc = corr[(corr.metric == "centralization") & (corr.threshold == t)].iloc[0]
             row.update({
                 "Fiedler (faithful)": float(np.nanmean(lay["fiedler"])),
-                "lambda2 (corrected)": float(np.nanmean(ms.at("corrected/lambda2", [t]))),
-                "lambda2 / n (corrected)": float(np.nanmean(ms.at("corrected/lambda2_norm", [t]))),
+                "lambda2 (corrected)": float(np.nanmean(at(ms, "corrected/lambda2", [t]))),
+                "lambda2 / n (corrected)": float(np.nanmean(at(ms, "corrected/lambda2_norm", [t]))),
                 "middle peak (faithful)": reg["peak factor (official trend lists)"],
                 "middle peak (corrected)": pk["peak factor"],
                 "star-likeness composite (faithful)": float(np.nanmean(lay["star_likeness"])),
-                "star-likeness basic (corrected)": float(np.nanmean(ms.at("corrected/star_basic", [t]))),
+                "star-likeness basic (corrected)": float(np.nanmean(at(ms, "corrected/star_basic", [t]))),
                 "r(Fiedler, centralization) across layers (faithful)": cor["r across layers (faithful)"],
                 "r(lambda2, centralization) across layers (corrected)": cc["r across layers"],
             })
@@ -367,14 +398,13 @@ def faithful_vs_corrected(ms: ModelSpectra, faithful: dict[str, pd.DataFrame], c
     return pd.DataFrame(rows)
 
 
-def head_table(ms: ModelSpectra, metric: str) -> np.ndarray:
+def head_table(ms: ModelResult, metric: str) -> np.ndarray:
     """``[layer, head]`` mean over sentences of a per-head corrected metric (at the reducer's head threshold)."""
-    x = ms.values[f"head/{metric}"]  # [sample, layer, head]
-    return np.nanmean(x, 0)
+    return ms.heads[metric]
 
 
-def tables(ms: ModelSpectra, mode: Mode = "corrected", seed: int = 0) -> dict[str, pd.DataFrame]:
-    """Every table of one model under one mode.
+def tables(ms: ModelResult, mode: Mode = "corrected", seed: int | None = None) -> dict[str, pd.DataFrame]:
+    """Every table of one model under one mode (``seed``: the bootstrap seed, default the analysis' own).
 
     ``corrected``: ``layers`` (layer means with intervals for the main metrics), ``peaks``
     (middle-layer factor of lambda2) and ``correlations`` (both kinds, paper thresholds).
@@ -382,38 +412,43 @@ def tables(ms: ModelSpectra, mode: Mode = "corrected", seed: int = 0) -> dict[st
     ``correlations``, plus ``fiedler`` (``fiedler.ipynb``'s summary on its own threshold list).
     """
     mode = check_mode(mode)
+    seed = int(ms.params.get("seed", 0)) if seed is None else seed
     if mode == "faithful":
         return {**faithful_laplacian(ms), "fiedler": faithful_fiedler(ms)}
-    return {"layers": layer_table(ms, ["lambda2", "lambda2_norm", "star_basic", "star_composite", "centralization",
-                                       "degree_variance", "density_allowed"], seed=seed),
+    return {"layers": layer_table(ms, LAYER_METRICS, seed=seed),
             "peaks": region_peaks(ms, "lambda2", seed=seed), "correlations": fiedler_correlations(ms, seed=seed)}
+
+
+register_tables(ANALYSIS)(tables)  # ``result.tables(mode)``
 
 
 @dataclass
 class SpectralTables:
     """Every table of the chapter for several models, each computed once."""
 
-    models: list[ModelSpectra]
-    corrected: list[dict[str, pd.DataFrame]]  # tables(ms, "corrected") per model
-    faithful: list[dict[str, pd.DataFrame]]  # tables(ms, "faithful") per model
+    models: list[ModelResult]
+    by_mode: dict[Mode, list[dict[str, pd.DataFrame]]]  # mode -> tables(ms, mode) per model
     flips: pd.DataFrame  # sign changes of both kinds of Fiedler correlation
     comparison: pd.DataFrame  # faithful_vs_corrected for every model
 
-    def corrected_table(self, name: str) -> pd.DataFrame:
-        """One corrected table (``layers``, ``peaks``, ``correlations``) for all models."""
-        return pd.concat([c[name] for c in self.corrected], ignore_index=True)
+    def per_model(self, mode: Mode) -> list[dict[str, pd.DataFrame]]:
+        """``tables(ms, mode)`` of each model, in order."""
+        return self.by_mode[check_mode(mode)]
 
-    def faithful_table(self, name: str) -> pd.DataFrame:
-        """One faithful table (``layers``, ``effectiveness``, ``regions``, ``correlations``, ``fiedler``) for all models."""
-        return pd.concat([f[name] for f in self.faithful], ignore_index=True)
+    def table(self, name: str, mode: Mode) -> pd.DataFrame:
+        """One table of every model, one frame: ``corrected`` has ``layers``, ``peaks``, ``correlations``;
+        ``faithful`` has ``layers``, ``effectiveness``, ``regions``, ``correlations``, ``fiedler``."""
+        return pd.concat([t[name] for t in self.per_model(mode)], ignore_index=True)
 
 
-def tabulate(models: Sequence[ModelSpectra], seed: int = 0) -> SpectralTables:
-    """Both modes' tables for every model, the sign changes and the side-by-side comparison."""
-    corrected = [tables(ms, "corrected", seed=seed) for ms in models]
-    faithful = [tables(ms, "faithful", seed=seed) for ms in models]
+def tabulate(models: Sequence[ModelResult], seed: int | None = None) -> SpectralTables:
+    """Both modes' tables for every model, the sign changes and the side-by-side comparison
+    (``seed``: the bootstrap seed, default each model's own)."""
+    by_mode: dict[Mode, list[dict[str, pd.DataFrame]]] = {mode: [tables(ms, mode, seed=seed) for ms in models]
+                                                          for mode in ("corrected", "faithful")}
+    corrected, faithful = by_mode["corrected"], by_mode["faithful"]
     corr = pd.concat([c["correlations"] for c in corrected], ignore_index=True)
     flips = pd.concat([sign_flips(corr), sign_flips(corr, "median r across sentences")], ignore_index=True)
-    comparison = pd.concat([faithful_vs_corrected(ms, f, c) for ms, f, c in zip(models, faithful, corrected)],
-                           ignore_index=True)
-    return SpectralTables(list(models), corrected, faithful, flips, comparison)
+    comparison = pd.concat([faithful_vs_corrected(ms, f, c)
+                            for ms, f, c in zip(models, faithful, corrected, strict=True)], ignore_index=True)
+    return SpectralTables(list(models), by_mode, flips, comparison)

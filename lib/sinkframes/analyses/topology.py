@@ -1,17 +1,23 @@
 """Topology of attention per model: faithful and corrected persistent homology, head specialization.
 
-One streamed pass per model (``extract.summarize`` with ``TopologyReducer``) gives, per sentence and
+One streamed pass per model (``extraction.summarize`` with ``TopologyReducer``) gives, per sentence and
 layer, the official notebook's numbers and the corrected Betti curves; this module aggregates them
-into the chapter's tables and into plain statements about the paper's claims. The rules behind the
-statements are in ``CLAIM_RULES``; ``betti0_informative_min`` and ``encoder_min_share_per_end`` were
-added after a first run showed the original rules were met vacuously (both make the tests stricter).
+into the chapter's tables and into the evidence behind each of the paper's claims (``claim_evidence``;
+``report.topology`` words it). The rules behind the verdicts are in ``CLAIM_RULES``;
+``betti0_informative_min`` and ``encoder_min_share_per_end`` were added after a first run showed the
+original rules were met vacuously (both make the tests stricter).
+
+Every function takes the ``ModelResult`` of :func:`analyse_model`: its ``samples`` hold the per-sentence
+arrays (``faithful`` ``[sample, layer, field]``, ``betti0``/``betti1`` ``[sample, layer, threshold]``, ...),
+its ``layers`` one row per layer, its ``data`` the tokens, the Betti-curve thresholds and the official
+analysed layers (:func:`analysed_layers`).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -21,6 +27,10 @@ import torch
 from .. import stats
 from ..extraction import extract_attention, summarize
 from ..metrics import topology as topo
+from ..types import Mode, RunOptions
+from .base import ModelResult, register_tables
+
+ANALYSIS = "topology"
 
 CLAIM_RULES = {
     "betti0_stable_max_range": 1.0,  # official "fragmentation" rule: a change of more than 1 component
@@ -32,46 +42,44 @@ CLAIM_RULES = {
     "encoder_min_share_per_end": 0.1,  # ... and each end anchors at least this share of heads
 }
 
+#: reducer output -> name in ``ModelResult.samples`` and the dtype it is kept in
+_SAMPLES = {
+    "n_tokens": ("n_tokens", int),  # [sample]
+    "faithful": ("faithful", float),  # [sample, layer, field] (fields: topo.FAITHFUL_FIELDS)
+    "faithful_top": ("faithful_top", int),  # [sample, layer, head]
+    "corrected_top": ("corrected_top", int),  # [sample, layer, head]
+    "betti0_curve": ("betti0", float),  # [sample, layer, threshold]
+    "betti1_curve": ("betti1", float),  # [sample, layer, threshold]
+    "total_persistence0": ("total_persistence0", float),  # [sample, layer]
+    "total_persistence1": ("total_persistence1", float),  # [sample, layer]
+    "h1_bars": ("h1_bars", float),  # [sample, layer]
+    "h1_max_persistence": ("h1_max_persistence", float),  # [sample, layer]
+}
 
-@dataclass
-class ModelTopology:
-    """Per-sentence topology of one model on one sentence set (arrays indexed ``[sample, layer, ...]``)."""
 
-    record: dict[str, Any]
-    tokens: list[list[str]]
-    n_tokens: np.ndarray  # [sample]
-    faithful: np.ndarray  # [sample, layer, field] (fields: topo.FAITHFUL_FIELDS)
-    faithful_top: np.ndarray  # [sample, layer, head]
-    corrected_top: np.ndarray  # [sample, layer, head]
-    betti0: np.ndarray  # [sample, layer, threshold]
-    betti1: np.ndarray  # [sample, layer, threshold]
-    total_persistence0: np.ndarray  # [sample, layer]
-    total_persistence1: np.ndarray  # [sample, layer]
-    h1_bars: np.ndarray  # [sample, layer]
-    max_tokens: int = topo.FAITHFUL_MAX_TOKENS
-    from_cache: bool = False
-    thresholds: np.ndarray = field(default_factory=lambda: topo.CURVE_THRESHOLDS)
+# ----------------------------------------------------------------------------- accessors
 
-    @property
-    def ref(self) -> str:
-        return self.record["ref"]
+def analysed_layers(r: ModelResult) -> list[int]:
+    """The official notebook's analysed layers for this depth."""
+    return list(r.data["analysed_layers"])
 
-    @property
-    def n_layers(self) -> int:
-        return self.faithful.shape[1]
 
-    @property
-    def layers(self) -> list[int]:
-        """The official notebook's analysed layers for this depth."""
-        return topo.faithful_layers(self.n_layers)
+def faithful_field(r: ModelResult, name: str) -> np.ndarray:
+    """``[sample, layer]`` values of one faithful field (``topo.FAITHFUL_FIELDS``)."""
+    return r.samples["faithful"][..., topo.FAITHFUL_FIELDS.index(name)]
 
-    def field(self, name: str) -> np.ndarray:
-        """``[sample, layer]`` values of one faithful field."""
-        return self.faithful[..., topo.FAITHFUL_FIELDS.index(name)]
 
-    def threshold_index(self, t: float) -> int:
-        return int(np.argmin(np.abs(self.thresholds - t)))
+def threshold_index(r: ModelResult, t: float) -> int:
+    """Index of the Betti-curve threshold closest to ``t``."""
+    return int(np.argmin(np.abs(r.data["thresholds"] - t)))
 
+
+def n_heads(r: ModelResult) -> int:
+    """Attention heads per layer."""
+    return int(r.samples["faithful_top"].shape[2])
+
+
+# ----------------------------------------------------------------------------- sentences
 
 SELECTIONS = ("balanced", "official")
 
@@ -92,7 +100,8 @@ def official_selection(data: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFram
     rng = np.random.default_rng(seed)
     length = data["text"].astype(str).str.len()
     words = data["focus_word"].value_counts().index[:n]
-    picked = [data.index[data["focus_word"] == w][np.argsort(length[data["focus_word"] == w].to_numpy(), kind="stable")[0]]
+    picked = [data.index[data["focus_word"] == w][np.argsort(length[data["focus_word"] == w].to_numpy(),
+                                                             kind="stable")[0]]
               for w in words]
     rest = n - len(picked)
     if rest > 0:
@@ -119,34 +128,46 @@ def sentences(n: int, seed: int = 0, dataset: str = "embedded", csv_path: str | 
     return official_selection(corpus.load_dataset(dataset, csv_path), n, seed=seed)
 
 
+# ----------------------------------------------------------------------------- analysis
+
 def from_summaries(record: dict[str, Any], tokens: list[list[str]], summaries: list[dict[str, torch.Tensor]],
-                   max_tokens: int = topo.FAITHFUL_MAX_TOKENS) -> ModelTopology:
-    """Stack the reducer outputs of every sentence."""
+                   max_tokens: int = topo.FAITHFUL_MAX_TOKENS) -> ModelResult:
+    """Stack the reducer outputs of every sentence into a ``ModelResult`` (``layers``: :func:`layer_summary`)."""
     if not summaries:
         raise ValueError("no sentences to aggregate")
-
-    def st(name: str) -> np.ndarray:
-        return torch.stack([s[name] for s in summaries]).numpy()
-
-    return ModelTopology(
-        record=record, tokens=tokens, n_tokens=st("n_tokens"), faithful=st("faithful").astype(float),
-        faithful_top=st("faithful_top").astype(int), corrected_top=st("corrected_top").astype(int),
-        betti0=st("betti0_curve").astype(float), betti1=st("betti1_curve").astype(float),
-        total_persistence0=st("total_persistence0").astype(float), total_persistence1=st("total_persistence1").astype(float),
-        h1_bars=st("h1_bars").astype(float), max_tokens=max_tokens,
-    )
-
-
-def analyse_model(ref: str, texts: list[str], *, max_tokens: int = topo.FAITHFUL_MAX_TOKENS, **opts: Any) -> ModelTopology:
-    """Faithful and corrected topology of ``ref`` on ``texts`` (streamed, cached)."""
-    ex = summarize(ref, texts, topo.TopologyReducer(max_tokens=max_tokens), **opts)
-    mt = from_summaries(ex.record, ex.tokens, ex.summaries or [], max_tokens=max_tokens)
-    mt.from_cache = ex.from_cache
-    return mt
+    samples: dict[str, np.ndarray] = {name: torch.stack([s[key] for s in summaries]).numpy().astype(kind)
+               for key, (name, kind) in _SAMPLES.items() if key in summaries[0]}
+    n_layers = samples["faithful"].shape[1]
+    if int(record["n_layers"]) != n_layers:
+        raise ValueError(f"record says {record['n_layers']} layers, the summaries have {n_layers}")
+    r = ModelResult(analysis=ANALYSIS, record=record, n_sentences=len(summaries), samples=samples,
+                    data={"tokens": tokens, "thresholds": topo.CURVE_THRESHOLDS, "max_tokens": max_tokens,
+                          "analysed_layers": topo.faithful_layers(n_layers)},
+                    params={"max_tokens": max_tokens})
+    r.layers = layer_summary(r)
+    return r
 
 
-def analyse(models: list[str], texts: list[str], **opts: Any) -> list[ModelTopology]:
-    return [analyse_model(m, texts, **opts) for m in models]
+def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
+                  max_tokens: int = topo.FAITHFUL_MAX_TOKENS, **overrides: Any) -> ModelResult:
+    """Faithful and corrected topology of ``ref`` on ``texts`` (streamed, cached).
+
+    ``max_tokens``: the official truncation of decoder sentences for the faithful numbers;
+    ``opts``/``overrides`` are run options (``batch_size=``, ``dtype=``, ...), recorded in ``params``.
+    """
+    o = RunOptions.build(opts, **overrides)
+    ex = summarize(ref, texts, topo.TopologyReducer(max_tokens=max_tokens), o)
+    r = from_summaries(ex.record, ex.tokens, ex.summaries or [], max_tokens=max_tokens)
+    r.from_cache = ex.from_cache
+    r.params.update(asdict(o))
+    return r
+
+
+def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *,
+            max_tokens: int = topo.FAITHFUL_MAX_TOKENS, **overrides: Any) -> list[ModelResult]:
+    """:func:`analyse_model` for each model, in order."""
+    o = RunOptions.build(opts, **overrides)
+    return [analyse_model(m, texts, o, max_tokens=max_tokens) for m in models]
 
 
 # ----------------------------------------------------------------------------- tables
@@ -161,70 +182,101 @@ def _mean_count(x: np.ndarray) -> str:
     return f"{x.mean():.4f} [{x.size}]" if x.size else "N/A [0]"
 
 
-def faithful_table(mt: ModelTopology) -> pd.DataFrame:
-    """The official report's per-layer table (mean ± population std over sentences; [n] = sentences with a finite bar)."""
+def _nanmean(x: np.ndarray) -> float:
+    """Mean ignoring NaN; NaN (without a warning) when nothing is left."""
+    x = x[~np.isnan(x)]
+    return float(x.mean()) if x.size else float("nan")
+
+
+def layer_summary(r: ModelResult) -> pd.DataFrame:
+    """One row per layer (every layer): whether the official code analyses it, the faithful fields'
+    means over sentences (NaN-ignoring: ``faithful <field>``) and the corrected columns of :func:`corrected_table`."""
+    analysed = set(analysed_layers(r))
+    faithful = pd.DataFrame([{"layer": layer, "analysed": layer in analysed,
+                              **{f"faithful {name}": _nanmean(faithful_field(r, name)[:, layer])
+                                 for name in topo.FAITHFUL_FIELDS}}
+                             for layer in range(r.n_layers)])
+    return faithful.merge(corrected_table(r).drop(columns="model"), on="layer")
+
+
+def faithful_table(r: ModelResult) -> pd.DataFrame:
+    """The official report's per-layer table at the analysed layers (mean ± population std over sentences;
+    [n] = sentences with a finite bar)."""
     rows = []
-    for l in mt.layers:
-        f = {name: mt.field(name)[:, l] for name in topo.FAITHFUL_FIELDS}
+    for layer in analysed_layers(r):
+        f = {name: faithful_field(r, name)[:, layer] for name in topo.FAITHFUL_FIELDS}
+        dim0_max = (round(float(np.nanmean(f["dim0_max"])), 4) if np.isfinite(f["dim0_max"]).any()
+                    else float("nan"))
         rows.append({
-            "model": mt.ref, "layer": l, "Betti0": _mean_std(f["betti0"]), "Betti1": _mean_std(f["betti1"]),
-            "attn mean": round(float(f["attention_mean"].mean()), 4), "attn max": round(float(f["attention_max"].mean()), 4),
+            "model": r.ref, "layer": layer, "Betti0": _mean_std(f["betti0"]), "Betti1": _mean_std(f["betti1"]),
+            "attn mean": round(float(f["attention_mean"].mean()), 4),
+            "attn max": round(float(f["attention_max"].mean()), 4),
             "attn std": round(float(f["attention_std"].mean()), 4),
-            "dim0 avg pers [n]": _mean_count(f["dim0_avg"]), "dim0 max pers": round(float(np.nanmean(f["dim0_max"])), 4) if np.isfinite(f["dim0_max"]).any() else float("nan"),
+            "dim0 avg pers [n]": _mean_count(f["dim0_avg"]), "dim0 max pers": dim0_max,
             "dim1 avg pers [n]": _mean_count(f["dim1_avg"]),
         })
     return pd.DataFrame(rows)
 
 
-def corrected_table(mt: ModelTopology, thresholds: tuple[float, ...] = topo.PAPER_THRESHOLDS,
+def corrected_table(r: ModelResult, thresholds: tuple[float, ...] = topo.PAPER_THRESHOLDS,
                     layers: list[int] | None = None) -> pd.DataFrame:
-    """Per layer: corrected Betti numbers at the paper's thresholds, total persistence and H1 bar count (means)."""
+    """Per layer (default: every layer): corrected Betti numbers at the paper's thresholds, total
+    persistence and H1 bar count (means over sentences)."""
+    s = r.samples
     rows = []
-    for l in range(mt.n_layers) if layers is None else layers:
-        row: dict[str, Any] = {"model": mt.ref, "layer": l}
+    for layer in range(r.n_layers) if layers is None else layers:
+        row: dict[str, Any] = {"model": r.ref, "layer": layer}
         for t in thresholds:
-            k = mt.threshold_index(t)
-            row[f"β0@{t:g}"] = mt.betti0[:, l, k].mean()
-            row[f"β1@{t:g}"] = mt.betti1[:, l, k].mean()
-        row["total pers. H0"] = mt.total_persistence0[:, l].mean()
-        row["total pers. H1"] = mt.total_persistence1[:, l].mean()
-        row["H1 bars"] = mt.h1_bars[:, l].mean()
+            k = threshold_index(r, t)
+            row[f"β0@{t:g}"] = s["betti0"][:, layer, k].mean()
+            row[f"β1@{t:g}"] = s["betti1"][:, layer, k].mean()
+        row["total pers. H0"] = s["total_persistence0"][:, layer].mean()
+        row["total pers. H1"] = s["total_persistence1"][:, layer].mean()
+        row["H1 bars"] = s["h1_bars"][:, layer].mean()
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def corrected_tables(results: list[ModelTopology]) -> pd.DataFrame:
-    """``corrected_table`` of every model at its official analysed layers, one table."""
-    return pd.concat([corrected_table(mt, layers=mt.layers) for mt in results], ignore_index=True)
+@register_tables(ANALYSIS)
+def tables(r: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
+    """``layers`` at the official analysed layers: the official report's table (``"faithful"``) or the
+    corrected Betti numbers and persistence (``"corrected"``); ``"faithful"`` adds the official Welch
+    tests between those layers (``tests``)."""
+    if mode == "faithful":
+        return {"layers": faithful_table(r), "tests": faithful_layer_tests(r)}
+    return {"layers": corrected_table(r, layers=analysed_layers(r))}
 
 
-def faithful_tables(results: list[ModelTopology]) -> pd.DataFrame:
-    """``faithful_table`` of every model, one table."""
-    return pd.concat([faithful_table(mt) for mt in results], ignore_index=True)
+def layer_tables(results: list[ModelResult], mode: Mode) -> pd.DataFrame:
+    """The ``layers`` table of every model under ``mode``, one table."""
+    return pd.concat([r.tables(mode)["layers"] for r in results], ignore_index=True)
 
 
-def degeneracy_table(results: list[ModelTopology]) -> pd.DataFrame:
+def degeneracy_table(results: list[ModelResult]) -> pd.DataFrame:
     """Per model: what the faithful numbers reduce to. On causal models Betti0 is the capped token count
     (the same at every layer), Betti1 is 0 and the H0 persistence equals the self-attention."""
     rows = []
-    for mt in results:
-        b0, b1 = mt.field("betti0"), mt.field("betti1")  # [sample, layer]
-        cap = np.minimum(np.minimum(mt.n_tokens, mt.max_tokens if mt.record["causal"] else mt.n_tokens), topo.FAITHFUL_MAX_POINTS)
-        pers, selfatt = mt.field("dim0_avg"), mt.field("self_attention")
+    for r in results:
+        s = r.samples
+        b0, b1 = faithful_field(r, "betti0"), faithful_field(r, "betti1")  # [sample, layer]
+        n_tok = s["n_tokens"]  # [sample]
+        cap = np.minimum(np.minimum(n_tok, r.data["max_tokens"] if r.causal else n_tok), topo.FAITHFUL_MAX_POINTS)
+        pers, selfatt = faithful_field(r, "dim0_avg"), faithful_field(r, "self_attention")
         both = np.isfinite(pers) & np.isfinite(selfatt)
         rows.append({
-            "model": mt.ref, "causal": mt.record["causal"], "sentences": len(mt.n_tokens),
+            "model": r.ref, "causal": r.record["causal"], "sentences": len(n_tok),
             "faithful Betti0 (mean)": b0.mean(), "min(tokens, 30) (mean)": cap.mean(),
             "sentences with the same Betti0 at every layer": float((b0 == b0[:, :1]).all(1).mean()),
             "Betti0 = min(tokens, 30)": float((b0 == cap[:, None]).mean()),
             "faithful Betti1 (max)": b1.max(),
-            "max |dim0 persistence - self-attention|": float(np.abs(pers - selfatt)[both].max()) if both.any() else float("nan"),
-            "corrected β1 > 0 (share of sentence-layers, any threshold)": float((mt.betti1.max(-1) > 0).mean()),
+            "max |dim0 persistence - self-attention|": (float(np.abs(pers - selfatt)[both].max()) if both.any()
+                                                        else float("nan")),
+            "corrected β1 > 0 (share of sentence-layers, any threshold)": float((s["betti1"].max(-1) > 0).mean()),
         })
     return pd.DataFrame(rows)
 
 
-def faithful_layer_tests(mt: ModelTopology) -> pd.DataFrame:
+def faithful_layer_tests(r: ModelResult) -> pd.DataFrame:
     """The official significance report: Welch's t-test for every pair of analysed layers.
 
     Reproduced as the code does it (paired sentences tested as independent samples, no correction,
@@ -236,29 +288,31 @@ def faithful_layer_tests(mt: ModelTopology) -> pd.DataFrame:
     metrics = {"betti0": "Betti0", "betti1": "Betti1", "attention_mean": "mean attention",
                "attention_max": "max attention", "dim0_avg": "dim0 persistence"}
     rows = []
-    layers = mt.layers
+    layers = analysed_layers(r)
     for a_i, i in enumerate(layers):
         for j in layers[a_i + 1:]:
             for name, label in metrics.items():
-                x, y = mt.field(name)[:, i], mt.field(name)[:, j]
+                x, y = faithful_field(r, name)[:, i], faithful_field(r, name)[:, j]
                 x, y = x[np.isfinite(x)], y[np.isfinite(y)]
                 with np.errstate(all="ignore"), warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)  # scipy's note on near-constant data
-                    p = float(ttest_ind(x, y, equal_var=False).pvalue) if len(x) > 1 and len(y) > 1 else float("nan")
-                rows.append({"model": mt.ref, "comparison": f"layer_{i}_vs_{j}", "metric": label,
+                    p = (float(ttest_ind(x, y, equal_var=False).pvalue) if len(x) > 1 and len(y) > 1
+                         else float("nan"))
+                rows.append({"model": r.ref, "comparison": f"layer_{i}_vs_{j}", "metric": label,
                              "mean_i": x.mean() if len(x) else np.nan, "mean_j": y.mean() if len(y) else np.nan,
                              "p": p, "significant": bool(p < 0.05)})
     return pd.DataFrame(rows)
 
 
-def faithful_tests_summary(results: list[ModelTopology]) -> pd.DataFrame:
+def faithful_tests_summary(results: list[ModelResult]) -> pd.DataFrame:
     """Per model and metric: how many layer pairs the official Welch tests call significant, and the p range."""
     rows = []
-    for mt in results:
-        t = faithful_layer_tests(mt)
+    for r in results:
+        t = faithful_layer_tests(r)
         for metric, g in t.groupby("metric", sort=False):
             p = g["p"].to_numpy()
-            rows.append({"model": mt.ref, "metric": metric, "pairs": len(g), "significant (p < 0.05)": int(g["significant"].sum()),
+            rows.append({"model": r.ref, "metric": metric, "pairs": len(g),
+                         "significant (p < 0.05)": int(g["significant"].sum()),
                          "p = nan (constant)": int(np.isnan(p).sum()),
                          "smallest p": np.nanmin(p) if np.isfinite(p).any() else np.nan,
                          "largest p": np.nanmax(p) if np.isfinite(p).any() else np.nan})
@@ -271,39 +325,41 @@ def _consistency(labels: list[str]) -> tuple[str, float]:
     return top, count / len(labels)
 
 
-def head_specialization(mt: ModelTopology, layers: list[int] | None = None) -> pd.DataFrame:
+def head_specialization(r: ModelResult, layers: list[int] | None = None) -> pd.DataFrame:
     """Per head: the token it fixes on and in what share of sentences (consistency).
 
     ``faithful``: token string at the argmax of the plain column mean (official rule).
     ``by position`` / ``by string``: argmax of the received share (corrected), as a position
-    (first / last / index) and as a token string.
+    (first / last / index) and as a token string. Default layers: the official analysed ones.
     """
-    layers = mt.layers if layers is None else layers
-    S = len(mt.tokens)
+    layers = analysed_layers(r) if layers is None else layers
+    tokens = r.data["tokens"]
+    n_tok, f_top, c_top = r.samples["n_tokens"], r.samples["faithful_top"], r.samples["corrected_top"]
+    S = len(tokens)
     rows = []
-    for l in layers:
-        for h in range(mt.faithful_top.shape[2]):
-            f_lab = [mt.tokens[s][mt.faithful_top[s, l, h]] for s in range(S)]
-            p_lab = [topo.position_label(int(mt.corrected_top[s, l, h]), int(mt.n_tokens[s])) for s in range(S)]
-            c_lab = [mt.tokens[s][mt.corrected_top[s, l, h]] for s in range(S)]
+    for layer in layers:
+        for h in range(f_top.shape[2]):
+            f_lab = [tokens[s][f_top[s, layer, h]] for s in range(S)]
+            p_lab = [topo.position_label(int(c_top[s, layer, h]), int(n_tok[s])) for s in range(S)]
+            c_lab = [tokens[s][c_top[s, layer, h]] for s in range(S)]
             ft, fc = _consistency(f_lab)
             pt, pc = _consistency(p_lab)
             ct, cc = _consistency(c_lab)
-            rows.append({"model": mt.ref, "layer": l, "head": h, "faithful token": ft, "faithful consistency": fc,
+            rows.append({"model": r.ref, "layer": layer, "head": h, "faithful token": ft, "faithful consistency": fc,
                          "position": pt, "position consistency": pc, "token": ct, "token consistency": cc})
     return pd.DataFrame(rows)
 
 
-def specialization_summary(results: list[ModelTopology]) -> pd.DataFrame:
+def specialization_summary(results: list[ModelResult]) -> pd.DataFrame:
     """Per model, over the official analysed layers: how many heads are 'specialized' by each reading."""
     rows = []
-    for mt in results:
-        t = head_specialization(mt)
-        S = len(mt.tokens)
-        enough = S >= topo.SPECIALIZED_MIN_SAMPLES
+    for r in results:
+        t = head_specialization(r)
+        enough = len(r.data["tokens"]) >= topo.SPECIALIZED_MIN_SAMPLES
         rows.append({
-            "model": mt.ref, "layers": str(mt.layers), "heads": len(t),
-            "faithful: consistency >= 0.3": int(enough and (t["faithful consistency"] >= topo.SPECIALIZED_MIN_CONSISTENCY).sum()),
+            "model": r.ref, "layers": str(analysed_layers(r)), "heads": len(t),
+            "faithful: consistency >= 0.3": int(enough and (t["faithful consistency"]
+                                                            >= topo.SPECIALIZED_MIN_CONSISTENCY).sum()),
             "faithful: >= 0.5": int((t["faithful consistency"] >= topo.FIGURE_MIN_CONSISTENCY).sum()),
             "faithful: 100 %": int((t["faithful consistency"] >= 1.0).sum()),
             "faithful: most common token": Counter(t["faithful token"]).most_common(1)[0][0],
@@ -314,38 +370,44 @@ def specialization_summary(results: list[ModelTopology]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def head_table_compact(mt: ModelTopology) -> pd.DataFrame:
+def head_table_compact(r: ModelResult) -> pd.DataFrame:
     """Layer x head grid: ``position (consistency) | string (consistency)`` of the corrected score."""
-    t = head_specialization(mt)
+    t = head_specialization(r)
     t["cell"] = [f"{p} {pc:.0%} | {k} {kc:.0%}" for p, pc, k, kc in
-                 zip(t["position"], t["position consistency"], t["token"], t["token consistency"])]
+                 zip(t["position"], t["position consistency"], t["token"], t["token consistency"], strict=True)]
     grid = t.pivot(index="layer", columns="head", values="cell")
     grid.columns = [f"head {h}" for h in grid.columns]
     return grid
 
 
-def results_sample_comparison(results: list[ModelTopology]) -> pd.DataFrame:
+def _finite_mean(x: np.ndarray) -> float:
+    return np.nanmean(x) if np.isfinite(x).any() else np.nan
+
+
+def results_sample_comparison(results: list[ModelResult]) -> pd.DataFrame:
     """The official Results_sample/ runs beside this book's faithful numbers, row for row at the analysed layers."""
     from .. import paper
 
     ref = paper.results_sample_topology()
     ref = ref.assign(source="official Results_sample", depth=ref["layer"] / (ref["layers"] - 1))
     rows = []
-    for mt in results:
-        spec = head_specialization(mt)
-        for l in mt.layers:
-            sl = spec[spec["layer"] == l]
+    for r in results:
+        spec = head_specialization(r)
+
+        def f(name: str, layer: int, r: ModelResult = r) -> np.ndarray:
+            return faithful_field(r, name)[:, layer]  # [sample]
+
+        for layer in analysed_layers(r):
+            sl = spec[spec["layer"] == layer]
             rows.append({
-                "source": "this book (faithful)", "model": mt.ref, "layers": mt.n_layers, "heads": mt.faithful_top.shape[2],
-                "layer": l, "depth": l / max(1, mt.n_layers - 1),
-                "betti0": mt.field("betti0")[:, l].mean(), "betti0_std": mt.field("betti0")[:, l].std(),
-                "betti1": mt.field("betti1")[:, l].mean(), "betti1_std": mt.field("betti1")[:, l].std(),
-                "attn_mean": mt.field("attention_mean")[:, l].mean(), "attn_max": mt.field("attention_max")[:, l].mean(),
-                "attn_std": mt.field("attention_std")[:, l].mean(),
-                "dim0_avg": np.nanmean(mt.field("dim0_avg")[:, l]) if np.isfinite(mt.field("dim0_avg")[:, l]).any() else np.nan,
-                "dim0_n": int(np.isfinite(mt.field("dim0_avg")[:, l]).sum()),
-                "dim1_avg": np.nanmean(mt.field("dim1_avg")[:, l]) if np.isfinite(mt.field("dim1_avg")[:, l]).any() else np.nan,
-                "dim1_n": int(np.isfinite(mt.field("dim1_avg")[:, l]).sum()),
+                "source": "this book (faithful)", "model": r.ref, "layers": r.n_layers, "heads": n_heads(r),
+                "layer": layer, "depth": layer / max(1, r.n_layers - 1),
+                "betti0": f("betti0", layer).mean(), "betti0_std": f("betti0", layer).std(),
+                "betti1": f("betti1", layer).mean(), "betti1_std": f("betti1", layer).std(),
+                "attn_mean": f("attention_mean", layer).mean(), "attn_max": f("attention_max", layer).mean(),
+                "attn_std": f("attention_std", layer).mean(),
+                "dim0_avg": _finite_mean(f("dim0_avg", layer)), "dim0_n": int(np.isfinite(f("dim0_avg", layer)).sum()),
+                "dim1_avg": _finite_mean(f("dim1_avg", layer)), "dim1_n": int(np.isfinite(f("dim1_avg", layer)).sum()),
                 "heads_cons_0.3": int((sl["faithful consistency"] >= topo.SPECIALIZED_MIN_CONSISTENCY).sum()),
                 "heads_cons_0.5": int((sl["faithful consistency"] >= topo.FIGURE_MIN_CONSISTENCY).sum()),
                 "top_token": Counter(sl["faithful token"]).most_common(1)[0][0],
@@ -356,24 +418,26 @@ def results_sample_comparison(results: list[ModelTopology]) -> pd.DataFrame:
     return pd.concat([ref[cols], pd.DataFrame(rows, columns=cols)], ignore_index=True)
 
 
-def mean_curves(mt: ModelTopology) -> tuple[np.ndarray, np.ndarray]:
+def mean_curves(r: ModelResult) -> tuple[np.ndarray, np.ndarray]:
     """Mean Betti curves over sentences: ``([layer, threshold], [layer, threshold])``."""
-    return mt.betti0.mean(0), mt.betti1.mean(0)
+    return r.samples["betti0"].mean(0), r.samples["betti1"].mean(0)
 
 
-def example_diagrams(ref: str, text: str, **opts: Any) -> dict[str, Any]:
+def example_diagrams(ref: str, text: str, opts: RunOptions | None = None, **overrides: Any) -> dict[str, Any]:
     """Faithful and corrected diagrams of one sentence at the official layers (for the diagram figure)."""
-    ex = extract_attention(ref, [text], **opts)
+    ex = extract_attention(ref, [text], opts, **overrides)
+    if not ex.attentions:
+        raise ValueError(f"no attention weights extracted for {ref}")
     att = ex.attentions[0]  # [layer, head, query, key]
     causal = bool(ex.record["causal"])
     layers = topo.faithful_layers(att.shape[0])
     out: dict[str, Any] = {"ref": ref, "tokens": ex.tokens[0], "layers": layers, "faithful": {}, "corrected": {}}
-    for l in layers:
-        avg = att[l].mean(0)  # [query, key]
+    for layer in layers:
+        avg = att[layer].mean(0)  # [query, key]
         fa = avg[: topo.FAITHFUL_MAX_TOKENS, : topo.FAITHFUL_MAX_TOKENS] if causal else avg
-        out["faithful"][l] = topo.faithful_diagrams(topo.faithful_distance(fa))
+        out["faithful"][layer] = topo.faithful_diagrams(topo.faithful_distance(fa))
         c = topo.corrected_layer(avg, causal)
-        out["corrected"][l] = (c.h0, c.h1)
+        out["corrected"][layer] = (c.h0, c.h1)
     return out
 
 
@@ -388,67 +452,50 @@ def _region_diff(x: np.ndarray, n_layers: int, seed: int) -> tuple[float, float,
     return stats.bootstrap_ci(d, seed=seed)
 
 
-def claim_statements(results: list[ModelTopology], seed: int = 0) -> str:
-    """Plain markdown: which of the paper's topology claims each model supports, from the data and ``CLAIM_RULES``."""
+def claim_evidence(r: ModelResult, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """The numbers behind each of the paper's topology claims for one model, and the verdict ``CLAIM_RULES`` give.
+
+    Decoders: ``betti1_zero``, ``betti0_stable``, ``persistence_rises``, ``first_token_heads``;
+    encoders: ``betti1_falls``, ``end_anchors``. ``report.topology.claim_statements`` words them.
+    """
     R = CLAIM_RULES
+    s = r.samples
     ks = [int(np.argmin(np.abs(topo.CURVE_THRESHOLDS - t))) for t in topo.PAPER_THRESHOLDS]
-    lines = []
-    for mt in results:
-        r = mt.record
-        name = f"`{mt.ref}`"
-        if r["causal"]:
-            b1 = mt.betti1[:, :, ks].mean(0)  # [layer, threshold]
-            ok1 = float(b1.max()) < R["betti1_zero_max_mean"]
-            lines.append(
-                f"- {name}, *Betti1 = 0 at every layer*: faithful Betti1 is {mt.field('betti1').max():.0f} everywhere, "
-                f"which a causal matrix forces; corrected, the largest layer mean of β1 at the paper's thresholds is "
-                f"{b1.max():.2f}, so the claim is **{'supported' if ok1 else 'not supported'}** once the measure can see cycles.")
-            means = mt.betti0[:, :, ks].mean(0)  # [layer, threshold]
-            informative = means.max(0) >= R["betti0_informative_min"]  # [threshold]
-            stable = (means.max(0) - means.min(0)) <= R["betti0_stable_max_range"]
-            n_inf, n_stable = int(informative.sum()), int((stable & informative).sum())
-            if n_inf == 0:
-                verdict0 = "not testable (every layer is one component at every paper threshold)"
-            else:
-                verdict0 = "supported" if 2 * n_stable > n_inf else "not supported"
-            lines.append(
-                f"- {name}, *Betti0 stable across layers*: faithful Betti0 is the same at every layer in "
-                f"{(mt.field('betti0') == mt.field('betti0')[:, :1]).all(1).mean():.0%} of sentences (it counts tokens); "
-                f"corrected, at the {n_inf} paper threshold{'s' if n_inf != 1 else ''} where some layer splits into "
-                f"components, the layer means of β0 stay within {R['betti0_stable_max_range']:g} component of each other "
-                f"at {n_stable} of them: **{verdict0}**.")
-            m, lo, hi = _region_diff(mt.total_persistence0, mt.n_layers, seed)
-            verdict = "supported" if lo > 0 else ("contradicted" if hi < 0 else "not supported (no clear change)")
-            lines.append(
-                f"- {name}, *persistence rises in later layers*: corrected total H0 persistence, late minus early third, "
-                f"{m:+.3f} (95 % CI {lo:+.3f} to {hi:+.3f}): **{verdict}**.")
+    out: dict[str, dict[str, Any]] = {}
+    if r.causal:
+        b1 = s["betti1"][:, :, ks].mean(0)  # [layer, threshold]
+        out["betti1_zero"] = {"faithful_max": faithful_field(r, "betti1").max(), "corrected_max": b1.max(),
+                              "supported": float(b1.max()) < R["betti1_zero_max_mean"]}
+        means = s["betti0"][:, :, ks].mean(0)  # [layer, threshold]
+        informative = means.max(0) >= R["betti0_informative_min"]  # [threshold]
+        stable = (means.max(0) - means.min(0)) <= R["betti0_stable_max_range"]
+        n_inf, n_stable = int(informative.sum()), int((stable & informative).sum())
+        if n_inf == 0:
+            verdict0 = "not testable (every layer is one component at every paper threshold)"
         else:
-            m, lo, hi = _region_diff(mt.h1_bars, mt.n_layers, seed)
-            verdict = "supported" if hi < 0 else ("contradicted" if lo > 0 else "not supported (no clear change)")
-            f1 = mt.field("betti1")
-            lines.append(
-                f"- {name}, *Betti1 high early and falling with depth (encoders)*: faithful Betti1 {f1[:, 0].mean():.2f} "
-                f"(layer 0) to {f1[:, -1].mean():.2f} (last layer); corrected H1 bars, late minus early third, {m:+.2f} "
-                f"(95 % CI {lo:+.2f} to {hi:+.2f}): **{verdict}**.")
-        spec = head_specialization(mt)
-        strong = spec["position consistency"] >= R["bos_min_consistency"]
-        if r["causal"]:
-            share = float((strong & (spec["position"] == "first")).mean())
-            ok = share >= R["bos_min_share_of_heads"]
-            what = f"the start token `{r['position0_token']}`" if r["adds_bos"] else "position 0 (this tokenizer adds no start token)"
-            fstr = float((spec["faithful consistency"] >= 1.0).mean())
-            lines.append(
-                f"- {name}, *heads specialize on the first token*: {share:.0%} of the heads in layers {mt.layers} fix on "
-                f"{what} in at least {R['bos_min_consistency']:.0%} of sentences (by position, corrected score); "
-                f"{fstr:.0%} reach 100 % by the official string rule: **{'supported' if ok else 'not supported'}**.")
-        else:
-            first = float((strong & (spec["position"] == "first")).mean())
-            last = float((strong & (spec["position"] == "last")).mean())
-            ok = (first + last >= R["encoder_min_share_of_heads"] and min(first, last) >= R["encoder_min_share_per_end"])
-            lines.append(
-                f"- {name}, *beginning and end tokens as anchors (encoders)*: in layers {mt.layers}, {first:.0%} of the "
-                f"heads fix on the first token and {last:.0%} on the last in at least {R['bos_min_consistency']:.0%} of "
-                f"sentences: **{'supported' if ok else 'not supported'}** (rule: at least "
-                f"{R['encoder_min_share_of_heads']:.0%} of heads on an end, and each end at least "
-                f"{R['encoder_min_share_per_end']:.0%}).")
-    return "\n".join(lines)
+            verdict0 = "supported" if 2 * n_stable > n_inf else "not supported"
+        fb0 = faithful_field(r, "betti0")  # [sample, layer]
+        out["betti0_stable"] = {"faithful_same_share": (fb0 == fb0[:, :1]).all(1).mean(), "informative": n_inf,
+                                "stable": n_stable, "verdict": verdict0}
+        m, lo, hi = _region_diff(s["total_persistence0"], r.n_layers, seed)
+        verdict = "supported" if lo > 0 else ("contradicted" if hi < 0 else "not supported (no clear change)")
+        out["persistence_rises"] = {"diff": m, "low": lo, "high": hi, "verdict": verdict}
+    else:
+        m, lo, hi = _region_diff(s["h1_bars"], r.n_layers, seed)
+        verdict = "supported" if hi < 0 else ("contradicted" if lo > 0 else "not supported (no clear change)")
+        f1 = faithful_field(r, "betti1")
+        out["betti1_falls"] = {"faithful_first": f1[:, 0].mean(), "faithful_last": f1[:, -1].mean(),
+                               "diff": m, "low": lo, "high": hi, "verdict": verdict}
+    spec = head_specialization(r)
+    strong = spec["position consistency"] >= R["bos_min_consistency"]
+    first = float((strong & (spec["position"] == "first")).mean())
+    if r.causal:
+        out["first_token_heads"] = {"share": first, "layers": analysed_layers(r),
+                                    "faithful_full": float((spec["faithful consistency"] >= 1.0).mean()),
+                                    "supported": first >= R["bos_min_share_of_heads"]}
+    else:
+        last = float((strong & (spec["position"] == "last")).mean())
+        out["end_anchors"] = {"first": first, "last": last, "layers": analysed_layers(r),
+                              "supported": (first + last >= R["encoder_min_share_of_heads"]
+                                            and min(first, last) >= R["encoder_min_share_per_end"])}
+    return out

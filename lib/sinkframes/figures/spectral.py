@@ -1,19 +1,22 @@
-"""Figures of the spectral-graph chapter, from computed ``ModelSpectra`` and tables. No model loading."""
+"""Figures of the spectral-graph chapter, from computed spectral ``ModelResult``s and tables. No model loading."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.figure import Figure
 
+from ..analyses import spectral as sp
 from ..metrics.graphs import PAPER_THRESHOLDS
 from .style import _style
 
 if TYPE_CHECKING:
-    from ..analyses.spectral import ModelSpectra, SpectralTables
+    from ..analyses.base import ModelResult
 
 LABELS = {
     "lambda2": "algebraic connectivity lambda2",
@@ -27,16 +30,18 @@ LABELS = {
 }
 
 
-def threshold_sweeps(models: Sequence["ModelSpectra"], metrics: Sequence[str] = ("lambda2_norm", "star_basic", "centralization")):
+def threshold_sweeps(models: Sequence[ModelResult],
+                     metrics: Sequence[str] = ("lambda2_norm", "star_basic", "centralization")) -> Figure:
     """Corrected metric against threshold, one line per layer (colour = depth), one column per model."""
     _style()
-    fig, axes = plt.subplots(len(metrics), len(models), figsize=(4.2 * len(models), 3.0 * len(metrics)), squeeze=False)
+    fig, axes = plt.subplots(len(metrics), len(models), figsize=(4.2 * len(models), 3.0 * len(metrics)),
+                             squeeze=False)
     cmap = plt.get_cmap("viridis")
     for c, ms in enumerate(models):
         L = ms.n_layers
         for r, metric in enumerate(metrics):
             ax = axes[r, c]
-            y = np.nanmean(ms.at(f"corrected/{metric}", PAPER_THRESHOLDS), 0)  # [t, layer]
+            y = np.nanmean(sp.at(ms, f"corrected/{metric}", PAPER_THRESHOLDS), 0)  # [t, layer]
             for layer in range(L):
                 ax.plot(PAPER_THRESHOLDS, y[:, layer], color=cmap(layer / max(1, L - 1)), lw=1, alpha=0.85)
             ax.set_xscale("log")
@@ -49,14 +54,15 @@ def threshold_sweeps(models: Sequence["ModelSpectra"], metrics: Sequence[str] = 
     return fig
 
 
-def layer_profiles(table: pd.DataFrame, metric: str, thresholds: Sequence[float] = (0.001, 0.01, 0.05, 0.2)):
+def layer_profiles(table: pd.DataFrame, metric: str,
+                   thresholds: Sequence[float] = (0.001, 0.01, 0.05, 0.2)) -> Figure:
     """Corrected layer means against relative depth with 95 % bootstrap bands, one panel per model."""
     _style()
     d = table[(table.metric == metric) & (table.threshold.isin(thresholds))]
     models = list(dict.fromkeys(d.model))
     fig, axes = plt.subplots(1, len(models), figsize=(4.3 * len(models), 3.4), squeeze=False, sharey=True)
     palette = sns.color_palette("rocket", len(thresholds))
-    for ax, model in zip(axes[0], models):
+    for ax, model in zip(axes[0], models, strict=True):
         for k, t in enumerate(thresholds):
             g = d[(d.model == model) & (d.threshold == t)].sort_values("layer")
             ax.plot(g.depth, g["mean"], color=palette[k], marker="o", ms=2.5, label=f"t = {t:g}")
@@ -69,17 +75,18 @@ def layer_profiles(table: pd.DataFrame, metric: str, thresholds: Sequence[float]
     return fig
 
 
-def correlation_flips(corr: pd.DataFrame):
+def correlation_flips(corr: pd.DataFrame) -> Figure:
     """Fiedler correlations against threshold: across layers (solid) and median across sentences (dashed)."""
     _style()
     models = list(dict.fromkeys(corr.model))
     fig, axes = plt.subplots(1, len(models), figsize=(4.3 * len(models), 3.4), squeeze=False, sharey=True)
     metrics = list(dict.fromkeys(corr.metric))
-    palette = dict(zip(metrics, sns.color_palette("colorblind", len(metrics))))
-    for ax, model in zip(axes[0], models):
+    palette = dict(zip(metrics, sns.color_palette("colorblind", len(metrics)), strict=True))
+    for ax, model in zip(axes[0], models, strict=True):
         for m in metrics:
             g = corr[(corr.model == model) & (corr.metric == m)].sort_values("threshold")
-            ax.plot(g.threshold, g["r across layers"], color=palette[m], marker="o", ms=3, label=f"{m} (across layers)")
+            ax.plot(g.threshold, g["r across layers"], color=palette[m], marker="o", ms=3,
+                    label=f"{m} (across layers)")
             ax.fill_between(g.threshold, g["low"], g["high"], color=palette[m], alpha=0.15)
             ax.plot(g.threshold, g["median r across sentences"], color=palette[m], ls="--", lw=1)
         ax.axhline(0, color="black", lw=0.7)
@@ -93,18 +100,19 @@ def correlation_flips(corr: pd.DataFrame):
     return fig
 
 
-def faithful_vs_corrected(tab: "SpectralTables", threshold: float = 0.01):
+def faithful_vs_corrected(tab: sp.SpectralTables, threshold: float = 0.01) -> Figure:
     """Per-layer algebraic connectivity: the official computation (gated layer means, mean-symmetrized
     graph) beside the corrected one (all sentences, max-symmetrized), at one threshold."""
     _style()
     fig, axes = plt.subplots(1, len(tab.models), figsize=(4.3 * len(tab.models), 3.3), squeeze=False)
-    for ax, ms, f in zip(axes[0], tab.models, tab.faithful):
+    for ax, ms, f in zip(axes[0], tab.models, tab.per_model("faithful"), strict=True):
         lay = f["layers"]
         L = ms.n_layers
         depth = np.arange(L) / max(1, L - 1)
         g = lay[lay.threshold == threshold].sort_values("layer")
         ax.plot(depth, g["fiedler"], marker="s", ms=3, label="faithful (laplacian.ipynb)")
-        ax.plot(depth, np.nanmean(ms.at("corrected/lambda2", [threshold]), 0)[0], marker="o", ms=3, label="corrected")
+        ax.plot(depth, np.nanmean(sp.at(ms, "corrected/lambda2", [threshold]), 0)[0], marker="o", ms=3,
+                label="corrected")
         ax.set_title(f"{ms.ref}, t = {threshold:g}", fontsize=10)
         ax.set_xlabel("relative depth")
     axes[0, 0].set_ylabel("algebraic connectivity")
@@ -113,23 +121,22 @@ def faithful_vs_corrected(tab: "SpectralTables", threshold: float = 0.01):
     return fig
 
 
-def head_heatmaps(models: Sequence["ModelSpectra"], metric: str):
+def head_heatmaps(models: Sequence[ModelResult], metric: str) -> Figure:
     """Layer x head heatmap of one corrected per-head metric (at the analysis' head threshold), one panel per model."""
-    from ..analyses.spectral import head_table
-
     _style()
     fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.8), squeeze=False)
-    for ax, ms in zip(axes[0], models):
-        sns.heatmap(head_table(ms, metric), ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
+    for ax, ms in zip(axes[0], models, strict=True):
+        sns.heatmap(sp.head_table(ms, metric), ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
         ax.set_title(ms.ref, fontsize=10)
         ax.set_xlabel("head")
         ax.set_ylabel("layer")
-    fig.suptitle(f"{LABELS.get(metric, metric)} per head, t = {models[0].extra.get('head_threshold', 0.05):g}", fontsize=11)
+    t = models[0].params.get("head_threshold", 0.05)
+    fig.suptitle(f"{LABELS.get(metric, metric)} per head, t = {t:g}", fontsize=11)
     fig.tight_layout()
     return fig
 
 
-def effectiveness(table: pd.DataFrame):
+def effectiveness(table: pd.DataFrame) -> Figure:
     """The official threshold-effectiveness score (share of layers with mean density in [0.05, 0.95])."""
     _style()
     fig, ax = plt.subplots(figsize=(7, 3.2))

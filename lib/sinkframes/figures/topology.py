@@ -2,31 +2,36 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import seaborn as sns
+from matplotlib.figure import Figure
 
+from ..analyses import topology as atopo
 from ..metrics import topology as topo
 from .style import _style
 
 if TYPE_CHECKING:
-    from ..analyses.topology import ModelTopology
+    from ..analyses.base import ModelResult
 
 
-def betti_curves(results: Sequence["ModelTopology"]):
+def betti_curves(results: Sequence[ModelResult]) -> Figure:
     """Mean corrected Betti curves against the attention threshold, one line per layer (colour = depth)."""
     _style()
     fig, axes = plt.subplots(2, len(results), figsize=(4.4 * len(results), 6.2), squeeze=False, layout="constrained")
     cmap = plt.get_cmap("viridis")
     for c, mt in enumerate(results):
-        b0, b1 = mt.betti0.mean(0), mt.betti1.mean(0)  # [layer, threshold]
+        b0, b1 = atopo.mean_curves(mt)  # [layer, threshold] each
+        thresholds = mt.data["thresholds"]  # [threshold]
         L = mt.n_layers
-        for l in range(L):
-            col = cmap(l / max(1, L - 1))
-            axes[0, c].plot(mt.thresholds, b0[l], color=col, lw=1)
-            axes[1, c].plot(mt.thresholds, b1[l], color=col, lw=1)
+        for layer in range(L):
+            col = cmap(layer / max(1, L - 1))
+            axes[0, c].plot(thresholds, b0[layer], color=col, lw=1)
+            axes[1, c].plot(thresholds, b1[layer], color=col, lw=1)
         for r, lab in enumerate(("β0 (components)", "β1 (loops)")):
             ax = axes[r, c]
             ax.set_xscale("log")
@@ -59,16 +64,17 @@ def _diagram(ax: Any, h0: np.ndarray, h1: np.ndarray, title: str) -> None:
     ax.legend(fontsize=6, loc="lower right")
 
 
-def persistence_diagrams(example: dict[str, Any]):
+def persistence_diagrams(example: dict[str, Any]) -> Figure:
     """Faithful (top) and corrected (bottom) diagrams of one sentence at the official layers.
 
     Points on the dashed line never die (infinite bars)."""
     _style()
     layers = example["layers"]
     fig, axes = plt.subplots(2, len(layers), figsize=(2.5 * len(layers), 5.2), squeeze=False)
-    for c, l in enumerate(layers):
-        _diagram(axes[0, c], *example["faithful"][l], f"faithful, layer {l}")
-        _diagram(axes[1, c], *example["corrected"][l], f"corrected, layer {l}")
+    for c, layer in enumerate(layers):
+        for row, mode in enumerate(("faithful", "corrected")):
+            h0, h1 = example[mode][layer]  # [bar, 2] each
+            _diagram(axes[row, c], h0, h1, f"{mode}, layer {layer}")
     for r in range(2):
         axes[r, 0].set_ylabel("death")
     for ax in axes[1]:
@@ -78,16 +84,19 @@ def persistence_diagrams(example: dict[str, Any]):
     return fig
 
 
-def faithful_vs_corrected(results: Sequence["ModelTopology"], t: float = 0.05):
+def faithful_vs_corrected(results: Sequence[ModelResult], t: float = 0.05) -> Figure:
     """Per layer: faithful Betti0/Betti1 (diagram-point counts) beside corrected β0/β1 at threshold ``t``."""
     _style()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for mt in results:
         depth = np.arange(mt.n_layers) / max(1, mt.n_layers - 1)
-        k = mt.threshold_index(t)
-        for ax, name, curve in ((axes[0], "betti0", mt.betti0), (axes[1], "betti1", mt.betti1)):
-            line = ax.plot(depth, mt.field(name).mean(0), marker="o", ms=3, label=f"{mt.ref} faithful")[0]
-            ax.plot(depth, curve[:, :, k].mean(0), ls="--", marker="s", ms=3, color=line.get_color(), label=f"{mt.ref} corrected (t={t:g})")
+        k = atopo.threshold_index(mt, t)
+        for ax, name in ((axes[0], "betti0"), (axes[1], "betti1")):
+            curve = mt.samples[name]  # [sample, layer, threshold]
+            faithful = atopo.faithful_field(mt, name).mean(0)  # [layer]
+            line = ax.plot(depth, faithful, marker="o", ms=3, label=f"{mt.ref} faithful")[0]
+            ax.plot(depth, curve[:, :, k].mean(0), ls="--", marker="s", ms=3, color=line.get_color(),
+                    label=f"{mt.ref} corrected (t={t:g})")
     axes[0].set_title("Betti0: faithful point count vs corrected β0", fontsize=10)
     axes[1].set_title("Betti1: faithful point count vs corrected β1", fontsize=10)
     for ax in axes:
@@ -97,7 +106,7 @@ def faithful_vs_corrected(results: Sequence["ModelTopology"], t: float = 0.05):
     return fig
 
 
-def specialization_heatmaps(tables: Sequence[Any]):
+def specialization_heatmaps(tables: Sequence[pd.DataFrame]) -> Figure:
     """Layer x head consistency by position (corrected) and by string (faithful), one column per model."""
     _style()
     fig, axes = plt.subplots(2, len(tables), figsize=(3.6 * len(tables), 6.4), squeeze=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,9 +22,9 @@ def middle_peak_notes(peaks: pd.DataFrame) -> str:
         yes = g[g.verdict == "middle peak"].threshold.tolist()
         no = g[g.verdict == "no middle peak"].threshold.tolist()
         dip = g[g["middle dip"]].threshold.tolist()
-        lines.append(f"- `{model}`: middle-layer peak of lambda2 at t = {_fmt_ts(yes)}; clearly no peak at t = {_fmt_ts(no)} "
-                     f"(factors {g['peak factor'].min():.2f} to {g['peak factor'].max():.2f}; the paper reports "
-                     f"1.01x-1.61x for Llama); middle dip (a U shape) at t = {_fmt_ts(dip)}.")
+        lines.append(f"- `{model}`: middle-layer peak of lambda2 at t = {_fmt_ts(yes)}; clearly no peak at "
+                     f"t = {_fmt_ts(no)} (factors {g['peak factor'].min():.2f} to {g['peak factor'].max():.2f}; "
+                     f"the paper reports 1.01x-1.61x for Llama); middle dip (a U shape) at t = {_fmt_ts(dip)}.")
     return "\n".join(lines)
 
 
@@ -41,28 +41,29 @@ def flip_notes(flips: pd.DataFrame, metric: str = "centralization") -> str:
 def magnitude_notes(tab: sp.SpectralTables, t: float = 0.001) -> str:
     """The official Fiedler values at a low threshold beside the sentence length they track."""
     lines = []
-    for ms, f in zip(tab.models, tab.faithful):
+    for ms, f in zip(tab.models, tab.per_model("faithful"), strict=True):
         lay = f["layers"]
         g = lay[lay.threshold == t].sort_values("layer")
-        n = float(np.mean(ms.n_tokens))
+        n = float(np.mean(ms.samples["n_tokens"]))
         first, last = float(g.fiedler.iloc[0]), float(g.fiedler.iloc[-1])
         scale = "n/2" if ms.record["causal"] else "n"
-        lines.append(f"- `{ms.ref}` (mean n = {n:.1f} tokens): official Fiedler value {first:.2f} in the first layer and "
-                     f"{last:.2f} in the last at t = {t:g}; a complete graph gives {scale} = "
+        norm = float(np.nanmean(sp.at(ms, "corrected/lambda2_norm", [t])))
+        lines.append(f"- `{ms.ref}` (mean n = {n:.1f} tokens): official Fiedler value {first:.2f} in the first layer "
+                     f"and {last:.2f} in the last at t = {t:g}; a complete graph gives {scale} = "
                      f"{n / 2 if ms.record['causal'] else n:.1f}, so these numbers mostly measure sentence length; "
-                     f"lambda2 / n (corrected) is {float(np.nanmean(ms.at('corrected/lambda2_norm', [t]))):.2f}.")
+                     f"lambda2 / n (corrected) is {norm:.2f}.")
     return "\n".join(lines)
 
 
 def star_notes(tab: sp.SpectralTables) -> str:
     """Star-likeness under both definitions, as ranges over the paper's thresholds."""
     lines = []
-    for ms, f in zip(tab.models, tab.faithful):
+    for ms, f in zip(tab.models, tab.per_model("faithful"), strict=True):
         comp = f["layers"].groupby("threshold")["star_likeness"].mean()
-        basic = np.nanmean(ms.at("corrected/star_basic", PAPER_THRESHOLDS), axis=(0, 2))
-        lines.append(f"- `{ms.ref}`: composite star-likeness (official, laplacian.ipynb) {comp.min():.2f} to {comp.max():.2f}; "
-                     f"basic star-likeness d_max / (n - 1) without self-loops (corrected) {basic.min():.2f} to {basic.max():.2f} "
-                     f"across t = 0.001-0.2.")
+        basic = np.nanmean(sp.at(ms, "corrected/star_basic", PAPER_THRESHOLDS), axis=(0, 2))
+        lines.append(f"- `{ms.ref}`: composite star-likeness (official, laplacian.ipynb) {comp.min():.2f} to "
+                     f"{comp.max():.2f}; basic star-likeness d_max / (n - 1) without self-loops (corrected) "
+                     f"{basic.min():.2f} to {basic.max():.2f} across t = 0.001-0.2.")
     return "\n".join(lines)
 
 
@@ -70,12 +71,13 @@ def evidence_summary(tab: sp.SpectralTables) -> str:
     """Which of the paper's threshold-graph claims the models shown here support."""
     flips = tab.flips
     lines = []
-    for ms, f, c in zip(tab.models, tab.faithful, tab.corrected):
+    for ms, f, c in zip(tab.models, tab.per_model("faithful"), tab.per_model("corrected"), strict=True):
         fam = ms.record["family"]
         lay = f["layers"]
         g = c["peaks"]
         peak_ts = g[g.verdict == "middle peak"].threshold.tolist()
-        f = flips[(flips.model == ms.ref) & (flips.metric == "centralization") & (flips.kind == "r across layers")].iloc[0]
+        flip = flips[(flips.model == ms.ref) & (flips.metric == "centralization")
+                     & (flips.kind == "r across layers")].iloc[0]
         comp = lay.groupby("threshold")["star_likeness"].mean()
         claims = []
         if fam in ("llama", "mistral", "gemma"):
@@ -83,7 +85,8 @@ def evidence_summary(tab: sp.SpectralTables) -> str:
                            "supported" if len(peak_ts) >= 4 else ("partly supported" if peak_ts else "not supported"),
                            f"peak at t = {_fmt_ts(peak_ts)}"))
             claims.append(("composite star-likeness above 0.53 (App. G)",
-                           "supported" if comp.min() > 0.53 else ("partly supported" if comp.max() > 0.53 else "not supported"),
+                           "supported" if comp.min() > 0.53
+                           else ("partly supported" if comp.max() > 0.53 else "not supported"),
                            f"{comp.min():.2f}-{comp.max():.2f}"))
         if fam in ("bert", "xlm-roberta"):
             dip_ts = g[g["middle dip"]].threshold.tolist()
@@ -94,8 +97,8 @@ def evidence_summary(tab: sp.SpectralTables) -> str:
                            "supported" if 0.3 <= comp.median() <= 0.42 else "not supported",
                            f"median over thresholds {comp.median():.2f}"))
         claims.append(("the Fiedler-centralization correlation changes sign with the threshold (Sec. 5, App. E-G)",
-                       "supported" if f["sign changes"] != "none" else "not supported",
-                       f"across layers: {f['sign changes']}"))
+                       "supported" if flip["sign changes"] != "none" else "not supported",
+                       f"across layers: {flip['sign changes']}"))
         body = "; ".join(f"{c} - **{v}** ({why})" for c, v, why in claims)
         lines.append(f"- `{ms.ref}` ({fam} family): {body}.")
     return "\n".join(lines)
