@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from sinkframes import extraction as extract
-from sinkframes.extraction import batching
 from sinkframes.book.cli import main
+from sinkframes.extraction import batching
 
 
 def test_models_lists_every_ref(capsys):
@@ -43,7 +43,7 @@ def test_sinks_json_and_cache_hit(capsys):
     second = capsys.readouterr()
     assert json.loads(second.out) == out
     assert "cache hit: no forward pass" in second.err
-    assert extract.STATS == before
+    assert before == extract.STATS
 
 
 def test_sinks_json_is_the_analysis_result(capsys):

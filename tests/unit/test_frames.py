@@ -8,7 +8,6 @@ import torch
 from sinkframes.analyses import frames
 from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics.sinks import SinkSummaryReducer
-
 from tests.attention_cases import causal_first_sink, previous_token, stack, two_ends
 
 

@@ -11,7 +11,6 @@ import pytest
 from sinkframes.analyses import softmax_geometry as sg
 from sinkframes.metrics.simplex import SimplexSummaryReducer
 from sinkframes.report import softmax_geometry as sg_report
-
 from tests.attention_cases import causal_first_sink, causal_uniform, stack
 
 

@@ -146,9 +146,9 @@ def to_json(result: ModelResult) -> dict[str, Any]:
         "n_sentences": result.n_sentences,
         "frame": result.data["frame"],
         "layers": [
-            {"layer": int(r.layer), "first_token_share": float(r.first_token_share),
-             "last_token_share": float(r.last_token_share), "sink_concentration": float(r.sink_concentration)}
-            for r in result.layers.itertuples()
+            {"layer": int(r["layer"]), "first_token_share": float(r["first_token_share"]),
+             "last_token_share": float(r["last_token_share"]), "sink_concentration": float(r["sink_concentration"])}
+            for r in result.layers.to_dict("records")
         ],
     }
 

@@ -49,6 +49,8 @@ class GeometryValuesReducer:
         out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(cap.n_tokens)}
         if cap.n_tokens >= 3:
             out.update(geometry.geometry_summary(cap.query_pre, cap.query, cap.key_pre, cap.key, cap.scaling, causal))
+        if cap.hidden is None:
+            raise ValueError("the faithful value-space measures need hidden states (capture with hidden_states=True)")
         for k, v in values.faithful_summary(cap.attention, cap.hidden).items():
             out[f"faithful_{k}"] = v
         for k, v in values.corrected_summary(cap.attention, cap.value, cap.output_heads, cap.output, causal).items():
@@ -164,7 +166,7 @@ def geometry_table(results: list[ModelResult]) -> pd.DataFrame:
 def first_last_values(r: ModelResult, mode: Mode) -> dict[str, dict[str, float]]:
     """``values.first_last`` (first, last, difference, ratio) of entropy, magnitude and alignment under ``mode``."""
     d = r.tables(check_mode(mode))["values"]
-    return {name: values.first_last(d[name].to_numpy()) for name in ("entropy", "magnitude", "alignment")}
+    return {name: values.first_last(d[name].tolist()) for name in ("entropy", "magnitude", "alignment")}
 
 
 def faithful_vs_corrected(results: list[ModelResult]) -> pd.DataFrame:

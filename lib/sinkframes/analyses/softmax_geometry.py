@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -72,7 +72,7 @@ def sweep_summary(sweep: pd.DataFrame, shares: tuple[float, ...] = (0.5, 0.9)) -
     rows = []
     for n, d in sweep.groupby("keys"):
         start = d.iloc[0]
-        row: dict[str, Any] = {"keys": int(n),
+        row: dict[str, Any] = {"keys": int(cast(int, n)),
                                "noise speed, sink logit 0": float(np.interp(0.0, d["sink_logit"], d["noise_speed"]))}
         for s in shares:
             hit = d[d["sink_share"] >= s]
@@ -110,7 +110,7 @@ def key_norm_sweep(key_norms: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0
     content = content - (content @ u).unsqueeze(1) * u  # content keys orthogonal to the sink direction
     content = torch.nn.functional.normalize(content, dim=1) * math.sqrt(d)
     g = torch.randn(n_queries, d, generator=gen, dtype=torch.float64)  # [query, d]
-    margin = simplex.margin_for_share(target_share, n_keys)
+    margin = float(simplex.margin_for_share(target_share, n_keys))
     rows = []
     for r in key_norms:
         a = margin * math.sqrt(d) / r
@@ -195,7 +195,7 @@ def model_table(results: list[ModelResult]) -> pd.DataFrame:
     rows = []
     for r in results:
         d = r.layers
-        best = d.loc[d["distance_to_vertex"].idxmin()]
+        best = d.loc[cast(int, d["distance_to_vertex"].idxmin())].to_dict()  # layers has a RangeIndex
         rows.append({
             "model": r.ref, "causal": r.record["causal"], "sentences": r.n_sentences,
             "entropy (nats)": d["entropy"].mean(), "normalized entropy": d["normalized_entropy"].mean(),
@@ -204,8 +204,8 @@ def model_table(results: list[ModelResult]) -> pd.DataFrame:
             "relative distance to uniform": d["relative_distance_to_uniform"].mean(),
             "rows with a majority key": d["near_vertex"].mean(),
             "rows with a majority on position 0": d["near_first_vertex"].mean(),
-            "most concentrated layer": int(best.layer),
-            "its distance to vertex": float(best.distance_to_vertex),
+            "most concentrated layer": int(best["layer"]),
+            "its distance to vertex": float(best["distance_to_vertex"]),
         })
     return pd.DataFrame(rows)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
     from ..extraction import Extraction
 
 
-def attention_maps(examples: Sequence["Extraction"], sample: int = 0,
-                   layers: Sequence[float] = (0.0, 0.5, 1.0)) -> "Figure":
+def attention_maps(examples: Sequence[Extraction], sample: int = 0,
+                   layers: Sequence[float] = (0.0, 0.5, 1.0)) -> Figure:
     """Head-averaged attention of one sentence per model at a few relative depths.
 
     ``examples``: one extraction per model; ``layers``: depths in [0, 1] (0 = first layer).
@@ -27,6 +28,8 @@ def attention_maps(examples: Sequence["Extraction"], sample: int = 0,
     fig, axes = plt.subplots(len(examples), len(layers), figsize=(4.2 * len(layers), 3.9 * len(examples)),
                              squeeze=False)
     for r, ex in enumerate(examples):
+        if ex.attentions is None:
+            raise ValueError(f"{ex.record['ref']}: attention_maps needs full attention (extract_attention)")
         att = ex.attentions[sample]  # [layer, head, query, key]
         n_layers = att.shape[0]
         toks = [_short(t) for t in ex.tokens[sample]]
@@ -44,7 +47,7 @@ def attention_maps(examples: Sequence["Extraction"], sample: int = 0,
     return fig
 
 
-def layer_profiles(frames: Sequence["ModelResult"], labels: Sequence[str] | None = None) -> "Figure":
+def layer_profiles(frames: Sequence[ModelResult], labels: Sequence[str] | None = None) -> Figure:
     """Per-layer sink measures against relative depth, one line per model (band: 95 % bootstrap CI)."""
     _style()
     panels = [
@@ -56,12 +59,12 @@ def layer_profiles(frames: Sequence["ModelResult"], labels: Sequence[str] | None
     fig, axes = plt.subplots(1, len(panels), figsize=(4.3 * len(panels), 3.6))
     for k, f in enumerate(frames):
         d = f.layers
-        for ax, (col, title) in zip(axes, panels):
+        for ax, (col, _title) in zip(axes, panels, strict=True):
             line = ax.plot(d["depth"], d[col], marker="o", ms=3, label=labels[k] if labels else f.ref)[0]
             if col == "first_token_share":
                 ax.fill_between(d["depth"], d["first_token_share_low"], d["first_token_share_high"], alpha=0.2,
                                 color=line.get_color())
-    for ax, (_, title) in zip(axes, panels):
+    for ax, (_, title) in zip(axes, panels, strict=True):
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("relative depth (layer / last layer)")
     for ax in axes[:3]:
@@ -71,7 +74,7 @@ def layer_profiles(frames: Sequence["ModelResult"], labels: Sequence[str] | None
     return fig
 
 
-def reference_counts(frames: Sequence["ModelResult"]) -> "Figure":
+def reference_counts(frames: Sequence[ModelResult]) -> Figure:
     """Mean number of reference tokens per model: this book's rule per head, and the official rule."""
     _style()
     rows = []
@@ -89,11 +92,11 @@ def reference_counts(frames: Sequence["ModelResult"]) -> "Figure":
     return fig
 
 
-def heads_heatmap(frames: Sequence["ModelResult"], measure: str, title: str) -> "Figure":
+def heads_heatmap(frames: Sequence[ModelResult], measure: str, title: str) -> Figure:
     """Layer x head heatmap of one per-head measure (mean over sentences), one panel per model."""
     _style()
     fig, axes = plt.subplots(1, len(frames), figsize=(3.6 * len(frames), 3.8), squeeze=False)
-    for ax, f in zip(axes[0], frames):
+    for ax, f in zip(axes[0], frames, strict=True):
         sns.heatmap(f.heads[measure], ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
         ax.set_title(f.ref, fontsize=10)
         ax.set_xlabel("head")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from ..analyses.base import ModelResult
 
 
-def key_geometry(results: Sequence["ModelResult"]) -> "Figure":
+def key_geometry(results: Sequence[ModelResult]) -> Figure:
     """Per layer: sink-key norm ratio, query cosines to the sink and to other keys, the logit split."""
     _style()
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.7))
@@ -40,11 +41,11 @@ def key_geometry(results: Sequence["ModelResult"]) -> "Figure":
     return fig
 
 
-def rope_effect(results: Sequence["ModelResult"]) -> "Figure":
+def rope_effect(results: Sequence[ModelResult]) -> Figure:
     """Query-key cosine before and after the rotary embedding, per layer, one panel per model."""
     _style()
     fig, axes = plt.subplots(1, len(results), figsize=(4.4 * len(results), 3.6), squeeze=False)
-    for ax, r in zip(axes[0], results):
+    for ax, r in zip(axes[0], results, strict=True):
         d = r.layers
         ax.plot(d["layer"], d["cos_to_sink_pre"], color="C0", ls="--", label="key 0, before RoPE")
         ax.plot(d["layer"], d["cos_to_sink_post"], color="C0", marker="o", ms=3, label="key 0, after RoPE")
@@ -58,11 +59,11 @@ def rope_effect(results: Sequence["ModelResult"]) -> "Figure":
     return fig
 
 
-def per_head(results: Sequence["ModelResult"], measure: str, title: str, center: float | None = None) -> "Figure":
+def per_head(results: Sequence[ModelResult], measure: str, title: str, center: float | None = None) -> Figure:
     """Layer x head heatmap of one geometry measure (mean over sentences), one panel per model."""
     _style()
     fig, axes = plt.subplots(1, len(results), figsize=(3.8 * len(results), 3.9), squeeze=False)
-    for ax, r in zip(axes[0], results):
+    for ax, r in zip(axes[0], results, strict=True):
         data = r.heads[measure]  # [layer, head] (key norms: [layer, kv_head])
         step = max(1, data.shape[0] // 10)
         sns.heatmap(data, ax=ax, cmap="coolwarm" if center is not None else "viridis", center=center, yticklabels=step)
@@ -78,7 +79,7 @@ _VALUE_PANELS = [("entropy", "attention entropy (nats)"), ("magnitude", "transfo
                  ("alignment", "geometric-semantic alignment"), ("relative_magnitude", "reference part / output")]
 
 
-def value_profiles(results: Sequence["ModelResult"]) -> "Figure":
+def value_profiles(results: Sequence[ModelResult]) -> Figure:
     """Value-space measures by depth: faithful (top row) and corrected (bottom row)."""
     _style()
     fig, axes = plt.subplots(2, len(_VALUE_PANELS), figsize=(4.2 * len(_VALUE_PANELS), 6.6), squeeze=False)
@@ -97,7 +98,7 @@ def value_profiles(results: Sequence["ModelResult"]) -> "Figure":
     return fig
 
 
-def reference_counts(table: pd.DataFrame) -> "Figure":
+def reference_counts(table: pd.DataFrame) -> Figure:
     """Mean reference tokens per model by both rules, against the paper's value for its frame."""
     _style()
     long = table.melt(id_vars=["model"], value_vars=["official rule (faithful)", "per-head rule (corrected)"],

@@ -7,7 +7,8 @@ Nothing here loads a model; figures are drawn from computed tables and ``softmax
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import matplotlib.tri as mtri
@@ -39,13 +40,13 @@ def _grid(steps: int = 120) -> np.ndarray:
 
 def _triangle(ax: plt.Axes, labels: Sequence[str] = ("key 0", "key 1", "key 2")) -> None:
     ax.plot(*np.vstack([_CORNERS, _CORNERS[:1]]).T, color="black", lw=1)
-    for (x, y), lab, off in zip(_CORNERS, labels, [(-0.06, -0.05), (0.02, -0.05), (-0.05, 0.03)]):
+    for (x, y), lab, off in zip(_CORNERS, labels, [(-0.06, -0.05), (0.02, -0.05), (-0.05, 0.03)], strict=False):
         ax.text(x + off[0], y + off[1], lab, fontsize=9)
     ax.set_aspect("equal")
     ax.axis("off")
 
 
-def simplex_panels(n_paths: int = 6, seed: int = 0) -> "Figure":
+def simplex_panels(n_paths: int = 6, seed: int = 0) -> Figure:
     """The simplex of three keys: (left) Fisher-Rao distance to the barycentre with the paths of
     ``softmax(z * s)`` as the scale ``s`` grows, for seeded logit vectors ``z``; (middle) the same
     grid measured by the Euclidean distance, for contrast; (right) the Fisher-Rao speed of a row
@@ -62,7 +63,7 @@ def simplex_panels(n_paths: int = 6, seed: int = 0) -> "Figure":
     panels = [(fr, "Fisher-Rao distance to the barycentre", "viridis"),
               (eu, "Euclidean distance to the barycentre", "viridis"),
               (speed, "Fisher-Rao speed under unit logit noise", "magma")]
-    for ax, (val, title, cmap) in zip(axes, panels):
+    for ax, (val, title, cmap) in zip(axes, panels, strict=True):
         cs = ax.tricontourf(tri, val, levels=14, cmap=cmap)
         ax.tricontour(tri, val, levels=14, colors="white", linewidths=0.3)
         fig.colorbar(cs, ax=ax, shrink=0.7)
@@ -72,7 +73,7 @@ def simplex_panels(n_paths: int = 6, seed: int = 0) -> "Figure":
     scales = np.concatenate([[0.0], np.geomspace(0.05, 30, 60)])
     for _ in range(n_paths):
         z = rng.normal(size=3)
-        path = _to_xy(simplex.temperature_path(z, scales))  # [scale, 2]
+        path = _to_xy(np.asarray(simplex.temperature_path(z, scales)))  # [scale, 2]
         axes[0].plot(path[:, 0], path[:, 1], color="white", lw=1.2)
         axes[0].plot(path[-1, 0], path[-1, 1], "o", color="red", ms=4)
     axes[0].plot(*_to_xy(u), "o", color="white", ms=5)
@@ -80,7 +81,7 @@ def simplex_panels(n_paths: int = 6, seed: int = 0) -> "Figure":
     return fig
 
 
-def sphere_panel(n_paths: int = 6, seed: int = 0) -> "Figure":
+def sphere_panel(n_paths: int = 6, seed: int = 0) -> Figure:
     """The same paths on the sphere: ``2 sqrt(p)`` maps the simplex onto an eighth of the sphere of
     radius 2, where Fisher-Rao distances are arc lengths (vertices are a quarter circle apart)."""
     _style()
@@ -104,7 +105,7 @@ def sphere_panel(n_paths: int = 6, seed: int = 0) -> "Figure":
     return fig
 
 
-def sink_sweep(sweep: pd.DataFrame) -> "Figure":
+def sink_sweep(sweep: pd.DataFrame) -> Figure:
     """Four measures of a row against the sink's logit, one line per row length (content logits N(0, 1))."""
     _style()
     panels = [("sink_share", "sink share"), ("normalized_entropy", "entropy / log(keys)"),
@@ -112,9 +113,9 @@ def sink_sweep(sweep: pd.DataFrame) -> "Figure":
               ("noise_speed", "Fisher-Rao speed under unit logit noise")]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.5))
     for n, d in sweep.groupby("keys"):
-        for ax, (col, _) in zip(axes, panels):
+        for ax, (col, _) in zip(axes, panels, strict=True):
             ax.plot(d["sink_logit"], d[col], label=f"{n} keys")
-    for ax, (_, title) in zip(axes, panels):
+    for ax, (_, title) in zip(axes, panels, strict=True):
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("sink logit (content logits ~ N(0, 1))")
     axes[2].axhline(math.pi / 2, color="grey", lw=0.8, ls="--")
@@ -123,7 +124,7 @@ def sink_sweep(sweep: pd.DataFrame) -> "Figure":
     return fig
 
 
-def key_norm_sweep(table: pd.DataFrame) -> "Figure":
+def key_norm_sweep(table: pd.DataFrame) -> Figure:
     """Sink share across queries (mean, 5th percentile) and the query alignment it needs, against
     the sink's key norm."""
     _style()
@@ -143,7 +144,7 @@ def key_norm_sweep(table: pd.DataFrame) -> "Figure":
     return fig
 
 
-def entropy_vs_sink_share(results: Sequence["ModelResult"]) -> "Figure":
+def entropy_vs_sink_share(results: Sequence[ModelResult]) -> Figure:
     """Normalized entropy against the share on position 0 (top) and on the strongest key (bottom):
     small dots are heads, large ones layer means, coloured by relative depth."""
     _style()
@@ -169,7 +170,7 @@ def entropy_vs_sink_share(results: Sequence["ModelResult"]) -> "Figure":
     return fig
 
 
-def vertex_distance_by_layer(results: Sequence["ModelResult"]) -> "Figure":
+def vertex_distance_by_layer(results: Sequence[ModelResult]) -> Figure:
     """Per layer against relative depth: distance to the nearest vertex (band: 95 % bootstrap CI over
     sentences), distance to the uniform row relative to the vertex-to-uniform distance, and the share
     of rows with a majority key (solid) and with a majority on position 0 (dashed)."""

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from ..analyses.base import ModelResult
 
 
-def frame_verdicts(frames: list["ModelResult"]) -> str:
+def frame_verdicts(frames: list[ModelResult]) -> str:
     """Plain statements: the frame each model's evidence points to, against the paper's family label."""
     lines = []
     for f in frames:
@@ -24,24 +24,25 @@ def frame_verdicts(frames: list["ModelResult"]) -> str:
     return "\n".join(lines)
 
 
-def depth_notes(frames: list["ModelResult"]) -> str:
+def depth_notes(frames: list[ModelResult]) -> str:
     """Where each model's first-token sink is weakest and strongest, and how many layers it dominates."""
     lines = []
     for f in frames:
         d = f.layers
-        lo = d.loc[d["first_token_share"].idxmin()]
-        hi = d.loc[d["first_token_share"].idxmax()]
+        lo = d.loc[cast(int, d["first_token_share"].idxmin())].to_dict()  # layers has a RangeIndex
+        hi = d.loc[cast(int, d["first_token_share"].idxmax())].to_dict()
         dom = int((d["first_token_concentration"] >= 0.5).sum())
         weak = d.loc[d["first_token_concentration"] < 0.5, "layer"].astype(int).tolist()
         lines.append(
-            f"- `{f.ref}`: share on position 0 from {lo.first_token_share:.2f} (layer {int(lo.layer)}) to "
-            f"{hi.first_token_share:.2f} (layer {int(hi.layer)}); position 0 is the strongest key of most queries in "
+            f"- `{f.ref}`: share on position 0 from {lo['first_token_share']:.2f} (layer {int(lo['layer'])}) to "
+            f"{hi['first_token_share']:.2f} (layer {int(hi['layer'])}); position 0 is the strongest key of most "
+            f"queries in "
             f"{dom} of {len(d)} layers" + (f" (not in layers {weak})." if weak else ".")
         )
     return "\n".join(lines)
 
 
-def bos_comparison_notes(default: list["ModelResult"], forced: list["ModelResult"]) -> str:
+def bos_comparison_notes(default: list[ModelResult], forced: list[ModelResult]) -> str:
     """How the sink evidence of each model moves when a BOS token is forced at position 0."""
     by_ref = {f.ref: f for f in default}
     lines = []

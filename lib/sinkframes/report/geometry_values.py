@@ -19,7 +19,7 @@ def _layers(mask: pd.Series) -> str:
     return f"{int(mask.sum())} of {len(mask)} layers"
 
 
-def claims_markdown(results: list["ModelResult"]) -> str:
+def claims_markdown(results: list[ModelResult]) -> str:
     """Plain statements of which claims each model's numbers support, computed from the tables."""
     lines = []
     counts = reference_counts(results).set_index("model")

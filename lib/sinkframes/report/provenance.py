@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import platform
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 import transformers
@@ -24,7 +25,7 @@ def provenance(profile: str, models: list[str], n_sentences: int, dataset: str, 
     )
 
 
-def model_notes(results: Sequence["ModelResult"]) -> str:
+def model_notes(results: Sequence[ModelResult]) -> str:
     """One line per model of any analysis' results: what was loaded, with its quantization and BOS convention."""
     lines = []
     for res in results:
