@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -76,29 +73,3 @@ def test_errors_exit_2_with_a_message(capsys):
     assert "unknown tiny architecture" in capsys.readouterr().err
     assert main(["sinks", "tiny:llama", "--n", "2", "--dataset", "paper"]) == 2
     assert "csv_path" in capsys.readouterr().err
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("ref,layers", [("minilm", 6), ("smollm2", 30)])
-def test_real_offline_models_through_the_module_entry_point(ref, layers, tmp_path):
-    cmd = [sys.executable, "-m", "sinkframes", "sinks", ref, "--n", "20", "--json"]
-    env = {**os.environ, "SINKFRAMES_CACHE": str(tmp_path / "c")}
-    run1 = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    assert run1.returncode == 0, run1.stderr[-2000:]
-    out = json.loads(run1.stdout)
-    assert out["n_sentences"] == 20 and len(out["layers"]) == layers
-    assert all(0.0 <= r[k] <= 1.0 for r in out["layers"]
-               for k in ("first_token_share", "last_token_share", "sink_concentration"))
-    assert "forward passes" in run1.stderr
-    run2 = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    assert run2.returncode == 0 and json.loads(run2.stdout) == out
-    assert "cache hit: no forward pass" in run2.stderr
-
-
-@pytest.mark.slow
-def test_gemma3_record():
-    from sinkframes import models
-
-    r = models.load("gemma3", device="cpu").record
-    assert (r.n_layers, r.n_heads, r.n_kv_heads, r.adds_bos, r.position0_token) == (18, 4, 1, True, "<bos>")
-    assert "GGUF" in r.quantization and r.family == "gemma"

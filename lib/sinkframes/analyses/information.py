@@ -234,7 +234,7 @@ def summary_table(results: list[ModelResult], rule: str = DEFAULT_RULE) -> pd.Da
                 row["positive_layers"] = int((d["kl_reduction"] > 0).sum())
             row["sink_mass_min"] = float(d["sink_mass"].min())
             row["sink_mass_max"] = float(d["sink_mass"].max())
-            row["sink_mass_max_layer"] = int(d.loc[d["sink_mass"].idxmax(), "layer"])
+            row["sink_mass_max_layer"] = int(d["layer"].iloc[int(np.nanargmax(d["sink_mass"].to_numpy()))])
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -261,11 +261,12 @@ def fisher_table(results: list[ModelResult]) -> pd.DataFrame:
             share, lo, hi = fr.early_share(seed=_seed(r))
             g = fr.groups().set_index("group")["share"]
             by = fr.by_layer()
+            peak = by.iloc[int(np.nanargmax(by["fisher"].to_numpy()))]
             rows.append({"model": r.ref, "mode": mode, "sentences": int(fr.values["sentence"].nunique()),
                          "early_share": share, "early_low": lo, "early_high": hi,
                          "attention_share": float(g.get("attention", 0.0)), "mlp_share": float(g.get("mlp", 0.0)),
-                         "peak_layer": int(by.loc[by["fisher"].idxmax(), "layer"]),
-                         "peak_region": by.loc[by["fisher"].idxmax(), "region"], "objective": fr.objective})
+                         "peak_layer": int(peak["layer"]),
+                         "peak_region": peak["region"], "objective": fr.objective})
     return pd.DataFrame(rows)
 
 

@@ -33,7 +33,7 @@ class PageSetup:
 
     def provenance(self) -> str:
         """The markdown provenance line of the page."""
-        return provenance(self.profile, self.models, len(self.sentences), self.dataset, self.seed)
+        return provenance(self.profile, self.models, len(self.sentences), self.dataset, self.seed, self.opts)
 
 
 def setup(

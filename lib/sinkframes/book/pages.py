@@ -8,10 +8,12 @@ from typing import Any
 from .compare import text_outputs
 
 PROVENANCE_RE = re.compile(
-    r"\*\*Produced by\*\* sinkframes (?P<version>\S+) with the `(?P<profile>[^`]+)` profile: models "
+    r"\*\*Produced by\*\* sinkframes (?P<version>\S+)(?: \(commit (?P<commit>[^)]+)\))? with the `(?P<profile>[^`]+)` "
+    r"profile: models "
     r"(?P<models>(?:`[^`]+`(?:, )?)+); (?P<n>\d+) sentences from the `(?P<dataset>[^`]+)` set "
     r"\(seed (?P<seed>-?\d+)\); "
-    r"torch (?P<torch>\S+), transformers (?P<transformers>\S+),"
+    r"torch (?P<torch>\S+), transformers (?P<transformers>\S+), Python \S+?(?:; weights in (?P<dtype>\w+) on "
+    r"(?P<device>\w+))?\.(?:\s|$)"
 )
 
 
@@ -44,6 +46,8 @@ def provenance_problems(nb: Any) -> list[str]:
         problems.append(f"provenance names {prov['n']} sentences, the page asked for {params['n_sentences']}")
     if "seed" in params and prov["seed"] != int(params["seed"]):
         problems.append(f"provenance names seed {prov['seed']}, the page ran seed {params['seed']}")
+    if prov["dtype"] is not None and "dtype" in params and prov["dtype"] != params["dtype"]:
+        problems.append(f"provenance names dtype {prov['dtype']!r}, the page ran {params['dtype']!r}")
     if "dataset" in params and prov["dataset"] != params["dataset"]:
         problems.append(f"provenance names dataset {prov['dataset']!r}, the page ran {params['dataset']!r}")
     return problems

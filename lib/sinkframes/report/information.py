@@ -19,13 +19,14 @@ if TYPE_CHECKING:
 def _kl_shape_verdict(shape: str, regions: pd.DataFrame, layers: pd.DataFrame) -> tuple[str, str]:
     """(verdict, evidence) for one KL-profile claim from corrected region and layer tables."""
     reg = regions.set_index("region")
+    means = {str(k): float(v) for k, v in reg["kl_reduction"].items()}
+    early, middle, late_mean = (means.get(k, float("nan")) for k in ("early", "middle", "late"))
     sig = layers["p_holm"] < 0.05
     neg = int(((layers["ci_high"] < 0) & sig).sum())
     pos = int(((layers["ci_low"] > 0) & sig).sum())
     n = len(layers)
     ev = (f"{neg} of {n} layers significantly negative and {pos} significantly positive (Holm-corrected sign-flip "
-          f"tests); region means early {reg.loc['early', 'kl_reduction']:+.3f}, "
-          f"middle {reg.loc['middle', 'kl_reduction']:+.3f}, late {reg.loc['late', 'kl_reduction']:+.3f}"
+          f"tests); region means early {early:+.3f}, middle {middle:+.3f}, late {late_mean:+.3f}"
           ) if {"early", "middle", "late"} <= set(reg.index) else f"{neg} negative, {pos} positive of {n} layers"
     if shape == "negative":
         ok = neg == n
@@ -34,13 +35,13 @@ def _kl_shape_verdict(shape: str, regions: pd.DataFrame, layers: pd.DataFrame) -
         return "not testable (too few layers for three regions)", ev
     e, m, late = (reg.loc[k] for k in ("early", "middle", "late"))
     if shape == "u_shaped":
-        ok = m["ci_high"] < e["ci_low"] and m["ci_high"] < late["ci_low"]
+        ok = bool(m["ci_high"] < e["ci_low"] and m["ci_high"] < late["ci_low"])
         return ("supported" if ok else "not supported"), ev
     if shape == "three_phase":
-        ok = e["ci_low"] > 0 and m["ci_high"] < 0 and late["ci_high"] < 0
+        ok = bool(e["ci_low"] > 0 and m["ci_high"] < 0 and late["ci_high"] < 0)
         return ("supported" if ok else "not supported"), ev
     if shape == "decreasing":
-        ok = e["ci_low"] > 0 and late["ci_high"] < 0
+        ok = bool(e["ci_low"] > 0 and late["ci_high"] < 0)
         return ("supported" if ok else "not supported"), ev
     return "not testable", ev
 
@@ -82,16 +83,16 @@ def information_verdicts(results: list[ModelResult]) -> str:
                          f"all heads {corr['sink_mass'].median():.0%}.")
         fshape = FISHER_SHAPES.get(fam)
         if fshape and ftab is not None:
-            row = ftab[(ftab["model"] == r.ref) & (ftab["mode"] == "corrected")]
-            if len(row):
-                row = row.iloc[0]
+            rows = ftab[(ftab["model"] == r.ref) & (ftab["mode"] == "corrected")]
+            if len(rows):
+                row = rows.iloc[0]
                 if fshape == "early":
-                    ok = row["early_low"] <= 0.7 and row["early_high"] >= 0.5
+                    ok = bool(row["early_low"] <= 0.7 and row["early_high"] >= 0.5)
                     claim, ev = "about 60 % of the Fisher information in the early layers", (
                         f"early third holds {row['early_share']:.0%} "
                         f"(95 % interval {row['early_low']:.0%}-{row['early_high']:.0%})")
                 elif fshape == "middle":
-                    ok = row["peak_region"] == "middle"
+                    ok = bool(row["peak_region"] == "middle")
                     claim = "Fisher information peaks in the middle layers"
                     ev = f"peak at layer {row['peak_layer']} ({row['peak_region']} third)"
                 else:

@@ -2,26 +2,69 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import platform
+import subprocess
 from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 import transformers
 
 from .._version import __version__
+from ..models import resolve_device
 
 if TYPE_CHECKING:
     from ..analyses.base import ModelResult
+    from ..types import RunOptions
 
 
-def provenance(profile: str, models: list[str], n_sentences: int, dataset: str, seed: int) -> str:
-    """Markdown naming the profile, models, sentence count and versions that produced a page."""
+@lru_cache(maxsize=1)
+def library_commit() -> str | None:
+    """The commit the library was installed from (``pip install git+...``), or of the checkout it
+    runs from (``+ local changes`` when ``lib/`` differs from it); ``None`` when neither is known."""
+    try:
+        raw = importlib.metadata.distribution("sinkframes").read_text("direct_url.json") or "{}"
+        commit = json.loads(raw).get("vcs_info", {}).get("commit_id")
+        if commit:
+            return str(commit)[:10]
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        pass
+    here = Path(__file__).resolve().parents[1]  # lib/sinkframes
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "--short=10", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--", "."],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head} + local changes" if dirty else head or None
+
+
+def provenance(
+    profile: str, models: list[str], n_sentences: int, dataset: str, seed: int, opts: RunOptions | None = None
+) -> str:
+    """Markdown naming the profile, models, sentence count, run options and versions that produced a page."""
+    commit = library_commit()
+    run = f"; weights in {opts.dtype} on {resolve_device(opts.device).type}" if opts is not None else ""
     return (
-        f"**Produced by** sinkframes {__version__} with the `{profile}` profile: models "
-        f"{', '.join(f'`{m}`' for m in models)}; {n_sentences} sentences from the `{dataset}` set "
+        f"**Produced by** sinkframes {__version__}{f' (commit {commit})' if commit else ''} with the `{profile}` "
+        f"profile: models {', '.join(f'`{m}`' for m in models)}; {n_sentences} sentences from the `{dataset}` set "
         f"(seed {seed}); torch {torch.__version__}, transformers {transformers.__version__}, "
-        f"Python {platform.python_version()}."
+        f"Python {platform.python_version()}{run}."
     )
 
 
@@ -30,8 +73,11 @@ def model_notes(results: Sequence[ModelResult]) -> str:
     lines = []
     for res in results:
         r = res.record
-        bos = (f"adds a start token (`{r['position0_token']}` at position 0)" if r["adds_bos"]
-               else "adds no start token (position 0 is the first word)")
+        bos = (
+            f"adds a start token (`{r['position0_token']}` at position 0)"
+            if r["adds_bos"]
+            else "adds no start token (position 0 is the first word)"
+        )
         lines.append(
             f"- `{r['ref']}`: {r['architecture']} ({r['family']} family), {r['n_layers']} layers, "
             f"{r['n_heads']} query heads / {r['n_kv_heads']} KV head{'s' if r['n_kv_heads'] != 1 else ''}, "

@@ -1,0 +1,61 @@
+"""The real offline models (minilm, smollm2, gemma3): records, the command line, and the attention hook.
+
+Slow: each loads a real pretrained model (GGUF ones are converted to fp32 once and reused).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from sinkframes import corpus
+from sinkframes.extraction import capture, get_model, tokenize
+from sinkframes.types import RunOptions
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("ref,layers", [("minilm", 6), ("smollm2", 30)])
+def test_real_offline_models_through_the_module_entry_point(ref, layers, tmp_path):
+    cmd = [sys.executable, "-m", "sinkframes", "sinks", ref, "--n", "20", "--json"]
+    env = {**os.environ, "SINKFRAMES_CACHE": str(tmp_path / "c")}
+    run1 = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert run1.returncode == 0, run1.stderr[-2000:]
+    out = json.loads(run1.stdout)
+    assert out["n_sentences"] == 20 and len(out["layers"]) == layers
+    assert all(
+        0.0 <= r[k] <= 1.0
+        for r in out["layers"]
+        for k in ("first_token_share", "last_token_share", "sink_concentration")
+    )
+    assert "forward passes" in run1.stderr
+    run2 = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert run2.returncode == 0 and json.loads(run2.stdout) == out
+    assert "cache hit: no forward pass" in run2.stderr
+
+
+def test_gemma3_record():
+    from sinkframes import models
+
+    r = models.load("gemma3", device="cpu").record
+    assert (r.n_layers, r.n_heads, r.n_kv_heads, r.adds_bos, r.position0_token) == (18, 4, 1, True, "<bos>")
+    assert "GGUF" in r.quantization and r.family == "gemma"
+
+
+@pytest.mark.parametrize("ref", ["minilm", "smollm2", "gemma3"])
+def test_the_attention_hook_reproduces_each_real_models_attention(ref):
+    """Captured weights equal the attention the model itself returns (the hook reads, never changes)."""
+    lm = get_model(ref, device="cpu")
+    texts = corpus.sample_sentences(3, seed=1)["text"].tolist()
+    ids = tokenize(lm.tokenizer, texts, 256)
+    opts = RunOptions(batch_size=3, progress=False)
+    for i, cap in capture.iterate_captures(lm, ids, opts, hidden_states=False):
+        n = len(ids[i])
+        out = lm.model(input_ids=torch.tensor([ids[i]]), output_attentions=True, use_cache=False)
+        own = torch.stack([a[0].float() for a in out.attentions])  # [layer, head, query, key]
+        torch.testing.assert_close(cap.attention, own[..., :n, :n], atol=1e-5, rtol=1e-4)
