@@ -221,3 +221,27 @@ def test_bad_input_is_rejected():
         g.threshold_graph_metrics(torch.zeros(1, 4, 4), torch.tensor([4]), True, modes=("nope",))
     with pytest.raises(ValueError, match="layer, head"):
         g.SpectralReducer()(torch.zeros(4, 4), causal=True)
+
+
+def test_disconnected_graphs_have_exactly_zero_connectivity(monkeypatch):
+    """Round-off must not leak into lambda2: two disjoint random-weight blocks give exactly 0 in every variant."""
+    gen = torch.Generator().manual_seed(0)
+    n, h = 30, 15
+    a = torch.zeros(n, n)
+    a[:h, :h] = torch.rand(h, h, generator=gen) + 0.5
+    a[h:, h:] = torch.rand(n - h, n - h, generator=gen) + 0.5
+    perm = torch.randperm(n, generator=gen)
+    a = a[perm][:, perm]
+    a = a / a.sum(-1, keepdim=True)  # rows on the simplex, two blocks that never touch
+    names = ("corrected/lambda2", "laplacian/fiedler", "fiedler/fiedler")
+    out = metrics([a], causal=False, thresholds=(0.01,))
+    assert [out[k].item() for k in names] == [0.0, 0.0, 0.0]
+    # without the tolerance the solver's round-off shows (so the check above can fail)
+    monkeypatch.setattr(g, "ZERO_EIGENVALUE_TOL", 0.0)
+    raw = metrics([a], causal=False, thresholds=(0.01,))
+    assert all(raw[k].item() != 0.0 and abs(raw[k].item()) < 1e-12 for k in names)
+    monkeypatch.undo()
+    # the same matrix with one bridge is connected: a positive value, far above the tolerance
+    a[perm.tolist().index(0), perm.tolist().index(h)] = 0.2
+    a[perm.tolist().index(h), perm.tolist().index(0)] = 0.2
+    assert metrics([a], causal=False, thresholds=(0.01,))["corrected/lambda2"].item() > 1e-3

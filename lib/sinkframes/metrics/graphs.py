@@ -45,6 +45,9 @@ ALL_THRESHOLDS: tuple[float, ...] = tuple(sorted(set(PAPER_THRESHOLDS) | set(FIE
 #: the official notebooks behind the faithful mode: laplacian.ipynb and fiedler.ipynb
 FAITHFUL_VARIANTS = ("laplacian", "fiedler")
 LAPLACIAN_DENSE_MAX_TOKENS = 50
+#: Laplacian eigenvalues below this are 0 (unit-weight graphs of <= 10^4 nodes have a nonzero
+#: algebraic connectivity of at least 4 / n^2 = 4e-8, so nothing real is lost)
+ZERO_EIGENVALUE_TOL = 1e-9
 STAR_COMPOSITE_WEIGHTS = (0.3, 0.7)  # basic, Gini
 
 CORRECTED_METRICS = (
@@ -146,13 +149,17 @@ def _spectrum(weights: torch.Tensor, valid: torch.Tensor, k: int = 3) -> torch.T
     Padding slots get a large isolated self-weight, which moves their eigenvalues above every
     real one without coupling them to the graph, so the smallest ``n`` eigenvalues of the padded
     matrix are exactly those of the ``n x n`` graph. Missing eigenvalues (``n < k``) are NaN.
+    Eigenvalues within ``ZERO_EIGENVALUE_TOL`` of 0 are set to exactly 0: a disconnected graph's
+    algebraic connectivity is 0, and the solver's round-off (about 1e-16, different between
+    machines) must not decide later steps such as the official zero-range skip.
     """
     lap = -weights.double()
     diag = lap.diagonal(dim1=-2, dim2=-1)
     diag.zero_()  # self-loops do not enter a Laplacian
     big = 4.0 * weights.shape[-1] + 10.0
     diag.copy_(-lap.sum(-1) + (~valid).double() * big)
-    ev = torch.linalg.eigvalsh(lap).float()[..., :k]  # ascending
+    ev = torch.linalg.eigvalsh(lap)[..., :k]  # ascending
+    ev = torch.where(ev.abs() < ZERO_EIGENVALUE_TOL, torch.zeros_like(ev), ev).float()
     n = valid.sum(-1, keepdim=True)
     idx = torch.arange(k, device=ev.device)
     return torch.where(idx < n, ev, torch.full_like(ev, float("nan")))
@@ -279,7 +286,7 @@ class SpectralReducer:
     head_threshold: float = 0.05
     head_metrics: tuple[str, ...] = ("star_basic", "centralization", "density_allowed")
     name: str = "spectral"
-    version: int = 3
+    version: int = 4
     thresholds: tuple[float, ...] = field(default=ALL_THRESHOLDS)
 
     def key(self) -> dict:
