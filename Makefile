@@ -1,7 +1,8 @@
 # Two commands, each doing its own set-up on a fresh machine (Python 3.11, no GPU, no hub access):
 #   make book   run every page with the offline profile and build _build/html
 #   make test   lint (ruff, mypy), then the whole test suite
-# and helpers: make lint, make test-fast (no real model, no notebook run), make bench
+# and helpers: make lab (JupyterLab on the templates), make lint, make test-fast (no real model, no
+# notebook run), make bench
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -12,7 +13,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book test test-fast lint html bench clean-cache
+.PHONY: book test test-fast lint lab html bench clean-cache
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,10 +23,15 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(PY) -m ipykernel install --sys-prefix --name sinkframes --display-name "sinkframes (offline models)" >/dev/null
 	touch $(STAMP)
 
 book: $(STAMP)
 	$(PY) -m sinkframes build --profile offline
+
+# JupyterLab on the templates with the project's kernel; LAB_ARGS passes options (e.g. --no-browser --port=8890)
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 html: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
