@@ -147,3 +147,15 @@ def test_information_analysis_runs_every_suite_through_the_cache(ref):
     pd.testing.assert_frame_equal(info.fisher_table([again]), info.fisher_table([r]))
     pd.testing.assert_frame_equal(info.output_table([again]), info.output_table([r]))
     assert information_report.information_verdicts([r]) == information_report.information_verdicts([again])
+
+
+def test_faithful_and_corrected_norms_agree_up_to_rounding_and_mode_is_checked():
+    g = torch.Generator().manual_seed(1)
+    model = SoftmaxModel(torch.randn(5, 3, generator=g, dtype=torch.float64).float())
+    loss = torch.nn.functional.cross_entropy(model(torch.randn(3, generator=g))[None], torch.tensor([1]))
+    loss.backward()
+    faithful = fisher.squared_grad_norms(model, "faithful")["layers.0.mlp.weight"]
+    corrected = fisher.squared_grad_norms(model, "corrected")["layers.0.mlp.weight"]
+    assert faithful == pytest.approx(corrected, rel=1e-5) and faithful > 0
+    with pytest.raises(ValueError, match="mode must be one of"):
+        fisher.squared_grad_norms(model, "official")

@@ -104,9 +104,10 @@ def corrected_group(name: str) -> str:
     return "other"
 
 
-def squared_grad_norms(model: torch.nn.Module, faithful: bool = False) -> dict[str, float]:
+def squared_grad_norms(model: torch.nn.Module, mode: Mode = "corrected") -> dict[str, float]:
     """``||grad||^2`` of every parameter that has a gradient (float64 accumulation; the faithful
-    variant takes the norm in the gradient's own dtype and squares it, as the official code)."""
+    mode takes the norm in the gradient's own dtype and squares it, as the official code)."""
+    faithful = check_mode(mode) == "faithful"
     out: dict[str, float] = {}
     for name, p in model.named_parameters():
         if p.grad is None:
@@ -327,7 +328,7 @@ def fisher_norms(
                 faithful,
             )
             loss.backward()
-            for name, val in squared_grad_norms(model, faithful).items():
+            for name, val in squared_grad_norms(model, mode).items():
                 layer, group, ogroup = names[name]
                 rows.append((s, -1 if layer is None else layer, group, ogroup, val))
     finally:
