@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sinkframes.book import batch, compare, manifest, pages
+from sinkframes.book import batch, compare, manifest, pages, params
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
@@ -75,6 +75,33 @@ def test_executed_pages_are_committed_and_clean(page):
     assert nb.metadata["papermill"]["parameters"]["profile"] == "offline"
     assert pages.provenance_problems(nb) == []
     assert path.stat().st_size < 5_000_000
+    # one parameters cell, holding the values the page ran with (a reader's edit is what reruns)
+    assert not [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    ran = {t.id: ast.literal_eval(s.value) for s in ast.parse(cell.source).body for t in s.targets}
+    assert {k: ran[k] for k in nb.metadata["papermill"]["parameters"]} == nb.metadata["papermill"]["parameters"]
+
+
+def _params_notebook(defaults: str, injected: str | None) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    p = nbformat.v4.new_code_cell(defaults)
+    p.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# T"), p]
+    if injected is not None:
+        inj = nbformat.v4.new_code_cell(injected)
+        inj.metadata["tags"] = ["injected-parameters"]
+        nb.cells.append(inj)
+    nb.cells.append(nbformat.v4.new_code_cell("print(models)"))
+    return nb
+
+
+def test_injected_parameters_are_folded_into_the_parameters_cell():
+    nb = _params_notebook('models = ["a", "b"]\nn = 3\npath = None', '# Parameters\nmodels = ["c"]\npath = "x\'y"\n')
+    assert params.merge_parameters(nb) is True
+    assert len(nb.cells) == 3 and nb.cells[1].source == 'models = ["c"]\nn = 3\npath = "x\'y"'
+    assert params.merge_parameters(nb) is False  # nothing injected any more: unchanged
+    extra = _params_notebook("n = 3", "profile = 'smoke'\nn = 4")
+    assert params.merge_parameters(extra) and extra.cells[1].source == 'n = 4\nprofile = "smoke"'
 
 
 def _first_page() -> nbformat.NotebookNode:

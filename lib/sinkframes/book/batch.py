@@ -20,11 +20,14 @@ import nbformat
 
 from ..config import CACHE_ENV
 from .manifest import Manifest, Page, load_manifest, repo_root
+from .params import merge_parameters
 
 
 def clean_executed(path: Path) -> None:
-    """Drop stderr streams and widget state from an executed notebook (in place)."""
+    """Drop stderr streams and widget state from an executed notebook and keep one ``parameters``
+    cell holding the values it ran with (in place)."""
     nb = nbformat.read(path, as_version=4)
+    merge_parameters(nb)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [

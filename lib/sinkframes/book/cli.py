@@ -42,9 +42,18 @@ def _cmd_sinks(args: argparse.Namespace) -> int:
 
     texts = corpus.sample_sentences(args.n, seed=args.seed, dataset=args.dataset, csv_path=args.csv)["text"].tolist()
     before = extraction.STATS["forward_passes"]
-    res = analyse_model(args.ref, texts, seed=args.seed, batch_size=args.batch_size, max_length=args.max_length,
-                        bos_policy=args.bos, dtype=args.dtype, device=args.device, revision=args.revision,
-                        progress=not args.json)
+    res = analyse_model(
+        args.ref,
+        texts,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+        bos_policy=args.bos,
+        dtype=args.dtype,
+        device=args.device,
+        revision=args.revision,
+        progress=not args.json,
+    )
     ran = extraction.STATS["forward_passes"] - before
     done = "cache hit: no forward pass" if res.from_cache else f"{ran} forward passes"
     print(f"[sinkframes] {done}", file=sys.stderr)
@@ -98,13 +107,18 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("ref")
     s.add_argument("--n", type=int, default=50)
     s.add_argument("--dataset", choices=["embedded", "paper"], default="embedded")
-    s.add_argument("--csv", default=None,
-                   help="path or URL of the paper's wiki_dataset_sink.csv (with --dataset paper)")
+    s.add_argument(
+        "--csv", default=None, help="path or URL of the paper's wiki_dataset_sink.csv (with --dataset paper)"
+    )
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--batch-size", type=int, default=16)
     s.add_argument("--max-length", type=int, default=256)
-    s.add_argument("--bos", choices=["default", "force"], default="default",
-                   help="keep the tokenizer's start token convention or force a BOS")
+    s.add_argument(
+        "--bos",
+        choices=["default", "force"],
+        default="default",
+        help="keep the tokenizer's start token convention or force a BOS",
+    )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=_cmd_sinks)
 
