@@ -10,9 +10,10 @@ from sinkframes import models
 from sinkframes.cache import Cache
 from sinkframes.extraction import batching
 from sinkframes.metrics.sinks import SinkSummaryReducer
+from sinkframes.models.tiny import tiny_architectures
 from sinkframes.types import RunOptions
 
-ARCHS = ["llama", "mistral", "gemma3", "qwen2", "phi", "gpt_neox", "bert", "xlm-roberta"]
+ARCHS = tiny_architectures()
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -40,7 +40,7 @@ def test_softmax_fisher_matches_analytic_value_and_finite_differences():
     p = torch.softmax(w @ x, 0)
     e = torch.zeros(5, dtype=torch.float64)
     e[y] = 1
-    analytic = float(((p - e) ** 2).sum() * (x ** 2).sum())  # ||(p - e_y) x^T||_F^2
+    analytic = float(((p - e) ** 2).sum() * (x**2).sum())  # ||(p - e_y) x^T||_F^2
     assert got == pytest.approx(analytic, rel=1e-12)
     # central finite differences of the loss, element by element
     h = 1e-6
@@ -51,22 +51,25 @@ def test_softmax_fisher_matches_analytic_value_and_finite_differences():
                 w2 = w.clone()
                 w2[i, j] += sgn * h
                 fd[i, j] += sgn * torch.nn.functional.cross_entropy((w2 @ x)[None], torch.tensor([y])) / (2 * h)
-    assert float((fd ** 2).sum()) == pytest.approx(analytic, rel=1e-6)
+    assert float((fd**2).sum()) == pytest.approx(analytic, rel=1e-6)
 
 
-@pytest.mark.parametrize("name, layer, group, official", [
-    ("model.layers.3.self_attn.q_proj.weight", 3, "attention", "attention"),
-    ("model.layers.3.self_attn.q_norm.weight", 3, "attention", "attention"),
-    ("model.layers.3.post_attention_layernorm.weight", 3, "norm", "attention"),
-    ("model.layers.3.input_layernorm.weight", 3, "norm", None),
-    ("model.layers.12.mlp.down_proj.weight", 12, "mlp", "mlp"),
-    ("encoder.layer.0.attention.self.query.weight", 0, "attention", "attention"),
-    ("encoder.layer.0.attention.output.LayerNorm.weight", 0, "norm", "attention"),
-    ("encoder.layer.5.intermediate.dense.weight", 5, "mlp", "mlp"),
-    ("encoder.layer.5.output.dense.weight", 5, "mlp", "mlp"),
-    ("model.embed_tokens.weight", None, "embedding", "embedding"),
-    ("model.norm.weight", None, "other", None),
-])
+@pytest.mark.parametrize(
+    "name, layer, group, official",
+    [
+        ("model.layers.3.self_attn.q_proj.weight", 3, "attention", "attention"),
+        ("model.layers.3.self_attn.q_norm.weight", 3, "attention", "attention"),
+        ("model.layers.3.post_attention_layernorm.weight", 3, "norm", "attention"),
+        ("model.layers.3.input_layernorm.weight", 3, "norm", None),
+        ("model.layers.12.mlp.down_proj.weight", 12, "mlp", "mlp"),
+        ("encoder.layer.0.attention.self.query.weight", 0, "attention", "attention"),
+        ("encoder.layer.0.attention.output.LayerNorm.weight", 0, "norm", "attention"),
+        ("encoder.layer.5.intermediate.dense.weight", 5, "mlp", "mlp"),
+        ("encoder.layer.5.output.dense.weight", 5, "mlp", "mlp"),
+        ("model.embed_tokens.weight", None, "embedding", "embedding"),
+        ("model.norm.weight", None, "other", None),
+    ],
+)
 def test_grouping(name, layer, group, official):
     assert fisher.layer_index(name) == layer
     assert fisher.corrected_group(name) == group

@@ -11,16 +11,22 @@ from sinkframes.analyses import geometry_values as gv
 from sinkframes.report import geometry_values as gv_report
 from sinkframes.types import MODES
 
-RECORD = {"ref": "toy", "n_layers": 3, "paper_frame": "centralized", "position_encoding": "RoPE, theta=10000",
-          "causal": True}
+RECORD = {
+    "ref": "toy",
+    "n_layers": 3,
+    "paper_frame": "centralized",
+    "position_encoding": "RoPE, theta=10000",
+    "causal": True,
+}
 
 
 def _summary(scale: float) -> dict[str, torch.Tensor]:
     """One sample: 3 layers, 2 heads; geometry says 'small, aligned sink key'; entropy falls, magnitude rises."""
     per_head = lambda v: torch.tensor(v, dtype=torch.float32).view(3, 1).repeat(1, 2)  # noqa: E731
     s: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(5)}
-    s.update(key0_norm=per_head([1, 1, 1]), other_key_norm=per_head([2, 2, 2]),
-             key_norm_ratio=per_head([0.5, 0.5, 2.0]))
+    s.update(
+        key0_norm=per_head([1, 1, 1]), other_key_norm=per_head([2, 2, 2]), key_norm_ratio=per_head([0.5, 0.5, 2.0])
+    )
     for tag in ("pre", "post"):
         s[f"cos_to_sink_{tag}"] = per_head([0.8, 0.8, 0.8])
         s[f"cos_to_others_{tag}"] = per_head([0.1, 0.1, 0.1])
@@ -32,8 +38,9 @@ def _summary(scale: float) -> dict[str, torch.Tensor]:
         s[f"{mode}_magnitude"] = torch.tensor([1.0, 2.0, 4.0]) * scale
         s[f"{mode}_alignment"] = torch.tensor([0.2, 0.0, -0.3])
         s[f"{mode}_entropy_magnitude"] = torch.tensor([0.1, 0.1, 0.1])
-        s[f"{mode}_relative_magnitude"] = (torch.tensor([[0.5, float("nan")]] * 3) if mode == "corrected"
-                                            else torch.tensor([0.5] * 3))
+        s[f"{mode}_relative_magnitude"] = (
+            torch.tensor([[0.5, float("nan")]] * 3) if mode == "corrected" else torch.tensor([0.5] * 3)
+        )
         s[f"{mode}_directional_guidance"] = torch.tensor([0.9] * 3)
         s[f"{mode}_reference_count"] = torch.tensor([1.0, 1.0, 2.0])
     s["faithful_information_change"] = torch.tensor([0.3] * 3)

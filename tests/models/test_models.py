@@ -16,6 +16,8 @@ EXPECTED = {
     # arch: (family, causal, adds_bos, kv heads)
     "llama": ("llama", True, True, 2),
     "mistral": ("mistral", True, True, 2),
+    "gemma": ("gemma", True, True, 1),
+    "gemma2": ("gemma", True, True, 2),
     "gemma3": ("gemma", True, True, 1),
     "qwen2": ("qwen", True, False, 2),
     "phi": ("phi", True, False, 4),

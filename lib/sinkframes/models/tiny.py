@@ -40,6 +40,14 @@ TINY_SPECS: dict[str, TinySpec] = {
         "MistralConfig", True, ("<bos>",), (), (("num_key_value_heads", KV_HEADS), ("sliding_window", 128))
     ),
     "qwen2": TinySpec("Qwen2Config", True, (), (), (("num_key_value_heads", KV_HEADS),)),
+    "gemma": TinySpec("GemmaConfig", True, ("<bos>",), (), (("num_key_value_heads", 1), ("head_dim", 16))),
+    "gemma2": TinySpec(
+        "Gemma2Config",
+        True,
+        ("<bos>",),
+        (),
+        (("num_key_value_heads", KV_HEADS), ("head_dim", 16), ("sliding_window", 8), ("query_pre_attn_scalar", 16)),
+    ),
     "gemma3": TinySpec(
         "Gemma3TextConfig",
         True,
