@@ -80,6 +80,8 @@ def test_executed_pages_are_committed_and_clean(page):
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     ran = {t.id: ast.literal_eval(s.value) for s in ast.parse(cell.source).body for t in s.targets}
     assert {k: ran[k] for k in nb.metadata["papermill"]["parameters"]} == nb.metadata["papermill"]["parameters"]
+    offline = page.params_for("offline")
+    assert {k: ran.get(k) for k in offline} == offline, "the page disagrees with its manifest entry: run `make book`"
 
 
 def _params_notebook(defaults: str, injected: str | None) -> nbformat.NotebookNode:
