@@ -9,6 +9,7 @@ deleted and recomputed, never trusted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -143,9 +144,11 @@ class Cache:
         _atomic_write_bytes(meta, json.dumps(info, sort_keys=True, default=str, indent=1).encode())
 
     def discard(self, key: dict[str, Any]) -> None:
+        """Remove an entry (best effort: another process may remove it first, the folder may be read-only;
+        a payload without its key file, or the reverse, reads as absent)."""
         for p in self._paths(key):
-            if p.exists():
-                p.unlink()
+            with contextlib.suppress(OSError):
+                p.unlink(missing_ok=True)
 
     def get_or_compute(self, key: dict[str, Any], compute: Callable[[], Any]) -> tuple[Any, bool]:
         """Return ``(value, hit)``; compute and store on a miss or a corrupt entry."""
@@ -157,5 +160,14 @@ class Cache:
             warnings.warn(f"{exc}; recomputing it.", RuntimeWarning, stacklevel=2)
             self.discard(key)
         value = compute()
-        self.store(key, value)
+        try:
+            self.store(key, value)
+        except OSError as exc:  # read-only or full disk: keep the result, warn, do not lose the work
+            warnings.warn(
+                f"could not write the cache entry under {self.dir} ({exc}); the result is returned uncached. "
+                "Point SINKFRAMES_CACHE at a writable folder to keep results between runs.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.discard(key)
         return value, False

@@ -6,7 +6,7 @@ outputs per layer), ``run`` (the cached pass they share).
 """
 
 from .attention import Extraction, extract_attention, iterate_samples, summarize
-from .batching import STATS, TextError, get_model, tokenize
+from .batching import STATS, NonFiniteAttentionError, TextError, get_model, tokenize
 from .capture import SampleCapture, iterate_captures, summarize_captures
 from .hooks import AttentionCall, attention_hook, attention_layers
 
@@ -14,6 +14,7 @@ __all__ = [
     "STATS",
     "AttentionCall",
     "Extraction",
+    "NonFiniteAttentionError",
     "SampleCapture",
     "TextError",
     "attention_hook",

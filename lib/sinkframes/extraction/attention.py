@@ -8,7 +8,6 @@ loads the result and runs no forward pass (and does not even load the model).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ import torch
 
 from .. import models
 from ..types import RunOptions
-from .batching import STATS, backbone, forward, iterate_batches
+from .batching import STATS, backbone, check_finite, forward, iterate_batches
 from .run import reducer_key, run_cached
 
 
@@ -52,10 +51,7 @@ def iterate_samples(
         hid = (
             torch.stack([h.float() for h in out.hidden_states], 1) if hidden_states else None
         )  # [batch, layer+1, tok, d]
-        if not torch.isfinite(att).all():
-            warnings.warn(
-                f"{lm.record.ref}: non-finite attention weights (try dtype='float32')", RuntimeWarning, stacklevel=2
-            )
+        check_finite(lm, att, [len(ids[i]) for i in batch])
         for r, i in enumerate(batch):
             n = len(ids[i])
             STATS["samples"] += 1

@@ -30,6 +30,25 @@ class TextError(ValueError):
     """An input text that cannot be analysed (empty, or longer than ``max_length`` tokens)."""
 
 
+class NonFiniteAttentionError(RuntimeError):
+    """A forward pass produced NaN or infinite attention weights (typically float16 overflow)."""
+
+
+def check_finite(lm: models.LoadedModel, att: torch.Tensor, lengths: list[int]) -> None:
+    """Raise ``NonFiniteAttentionError`` naming the layers where a sample's real tokens got
+    non-finite attention (``att`` ``[batch, layer, head, query, key]``, sample ``r`` real up to
+    ``lengths[r]``). Nothing is cached then: a NaN must never become a number or a verdict."""
+    bad: set[int] = set()
+    for r, n in enumerate(lengths):
+        finite = torch.isfinite(att[r, :, :, :n, :n]).flatten(1).all(-1)  # [layer]
+        bad.update(int(i) for i in torch.nonzero(~finite).flatten())
+    if bad:
+        raise NonFiniteAttentionError(
+            f"{lm.record.ref} in {lm.record.dtype} produced NaN or infinite attention weights in layers {sorted(bad)}; "
+            "rerun it with dtype='float32' (nothing was cached)"
+        )
+
+
 def get_model(ref: str, opts: RunOptions | None = None, **overrides: Any) -> models.LoadedModel:
     """Load ``ref`` as ``opts`` say (keeping only the most recent model in memory, to bound RAM)."""
     o = RunOptions.build(opts, **overrides)

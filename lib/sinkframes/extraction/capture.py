@@ -31,7 +31,7 @@ import torch
 
 from .. import models
 from ..types import RunOptions
-from .batching import STATS, backbone, forward, iterate_batches
+from .batching import STATS, backbone, check_finite, forward, iterate_batches
 from .hooks import AttentionCall, attention_hook, spec_of
 from .run import reducer_key, run_cached
 
@@ -152,6 +152,7 @@ def iterate_captures(
             q_pre, k_pre = q, k
         v = torch.stack([r["value"].float() for r in recs], 1)
         att = torch.stack([r["attention"].float() for r in recs], 1)  # [batch, layer, head, q, k]
+        check_finite(lm, att, [len(ids[i]) for i in batch])
         oh = torch.stack([r["output_heads"].float() for r in recs], 1)  # [batch, layer, head, tok, dim]
         o = torch.stack([r["output"].float() for r in recs], 1)  # [batch, layer, tok, hidden]
         hid = torch.stack([h.float() for h in out.hidden_states], 1) if hidden_states else None
