@@ -66,7 +66,10 @@ def load_paper_csv(source: str | Path, sha256: str | None = None) -> pd.DataFram
     if sha256 is not None:
         got = hashlib.sha256(data).hexdigest()
         if got != sha256:
-            raise DatasetError(f"sha256 mismatch for {src}: expected {sha256}, got {got}")
+            raise DatasetError(
+                f"{src} is not the published file (sha256 {got}, expected {sha256}); to analyse another CSV with "
+                "the same columns, call corpus.load_dataset('paper', path, sha256=None)"
+            )
     try:
         frame = pd.read_csv(io.BytesIO(data))
     except Exception as exc:  # noqa: BLE001 - pandas raises many types
@@ -79,14 +82,20 @@ def load_paper_csv(source: str | Path, sha256: str | None = None) -> pd.DataFram
     return frame
 
 
-def load_dataset(dataset: str = "embedded", csv_path: str | Path | None = None) -> pd.DataFrame:
-    """``dataset='embedded'`` (default) or ``'paper'`` (needs ``csv_path``: a path or URL)."""
+def load_dataset(
+    dataset: str = "embedded", csv_path: str | Path | None = None, sha256: str | None = PAPER_CSV_SHA256
+) -> pd.DataFrame:
+    """``dataset='embedded'`` (default) or ``'paper'`` (needs ``csv_path``: a path or URL).
+
+    The paper's CSV must be the published file (``sha256``, by default ``PAPER_CSV_SHA256``); pass
+    ``sha256=None`` to analyse another CSV with the same columns.
+    """
     if dataset == "embedded":
         return embedded_sentences()
     if dataset == "paper":
         if csv_path is None:
             raise DatasetError("dataset='paper' needs csv_path (a local path or URL of wiki_dataset_sink.csv)")
-        return load_paper_csv(csv_path)
+        return load_paper_csv(csv_path, sha256=sha256)
     raise DatasetError(f"unknown dataset {dataset!r}; use 'embedded' or 'paper'")
 
 

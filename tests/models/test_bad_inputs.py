@@ -53,3 +53,117 @@ def test_a_failed_cache_write_keeps_the_result_and_warns(monkeypatch, texts):
 def test_a_reducer_without_a_key_is_refused(texts):
     with pytest.raises(TypeError, match="no key\\(\\) method"):
         summarize("tiny:bert", texts[:2], lambda att, causal: {"x": att.sum()}, progress=False, device="cpu")
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs that used to be ignored, coerced or turned into numbers
+
+
+def test_undefined_evidence_gives_no_frame_and_null_json():
+    from sinkframes.analyses import frames
+
+    nan = float("nan")
+    ev = {"first_token_share": nan, "last_token_share": nan, "first_token_concentration": nan, "reference_count": nan}
+    frame, reason = frames.classify(ev, causal=True)
+    assert frame == "undefined" and "undefined" in reason and "nan" not in reason.lower().replace("undefined", "")
+
+
+def test_the_distributed_reason_names_the_criterion_that_failed():
+    from sinkframes.analyses import frames
+
+    ev = {"first_token_share": 0.8, "last_token_share": 0.0, "first_token_concentration": 0.9, "reference_count": 1.8}
+    frame, reason = frames.classify(ev, causal=True)
+    assert frame == "distributed" and reason == "1.80 reference tokens per head (centralized allows at most 1.5)"
+
+
+def test_one_token_texts_on_a_decoder_without_bos_give_valid_json(capsys, monkeypatch):
+    import json
+
+    import pandas as pd
+
+    from sinkframes import corpus
+    from sinkframes.book.cli import main
+
+    # tiny:qwen2 adds no BOS: a one-token text leaves no query another key to weigh
+    monkeypatch.setattr(corpus, "sample_sentences", lambda *a, **k: pd.DataFrame({"text": ["The"] * 3}))
+    assert main(["sinks", "tiny:qwen2", "--n", "3", "--json", "--device", "cpu"]) == 0
+    out = json.loads(capsys.readouterr().out)  # strict JSON: no bare NaN
+    assert out["frame"] == "undefined"
+    assert all(layer["first_token_share"] is None for layer in out["layers"])
+
+
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"models": "minilm"}, "models must be a list"),
+        ({"models": []}, "models is empty"),
+        ({"n_sentences": 6.5}, "n_sentences must be a whole number"),
+        ({"n_sentences": "200"}, "n_sentences must be a whole number"),
+        ({"n_sentences": 0}, "n_sentences must be at least 1"),
+        ({"dataset": "paper", "csv_path": None}, "needs csv_path"),
+        ({"bos_policy": "always"}, "bos_policy must be one of"),
+        ({"batch_size": True}, "batch_size must be a whole number"),
+    ],
+)
+def test_bad_page_parameters_are_refused_before_any_model_loads(params, fragment):
+    from sinkframes.book import page
+    from sinkframes.book.params import ParameterError
+
+    base = {"profile": "smoke", "models": ["tiny:llama"], "n_sentences": 4}
+    loads = batching.STATS["model_loads"]
+    with pytest.raises(ParameterError, match=fragment):
+        page.setup(**{**base, **params}, show=False)
+    assert batching.STATS["model_loads"] == loads
+
+
+def test_a_build_with_bad_parameters_runs_no_page(tmp_path, capsys):
+    from sinkframes.book import batch, manifest
+
+    m = manifest.load_manifest()
+    bad = manifest.Page(**{**m.pages[0].__dict__, "parameters": {p: {"n_sentences": 6.5} for p in manifest.PROFILES}})
+    rc = batch.build(
+        profile="smoke",
+        out_dir=str(tmp_path),
+        html=False,
+        manifest=manifest.Manifest(root=m.root, back_matter=m.back_matter, pages=[bad]),
+    )
+    assert rc == 1 and "n_sentences must be a whole number" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.ipynb"))
+    with pytest.raises(ValueError, match="no page ids given"):
+        batch.build(profile="smoke", pages=[], out_dir=str(tmp_path), html=False, manifest=m)
+
+
+@pytest.mark.parametrize(("device", "fragment"), [("bogus", "unknown device"), ("cuda", "no CUDA GPU")])
+def test_devices_that_do_not_exist_are_clear_errors(device, fragment):
+    from sinkframes import models
+
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(models.ModelLoadError, match=fragment):
+        models.load("tiny:llama", device=device)
+
+
+def test_csv_without_the_paper_dataset_is_an_error(capsys):
+    from sinkframes.book.cli import main
+
+    assert main(["sinks", "tiny:llama", "--n", "2", "--csv", "some.csv"]) == 2
+    assert "--dataset paper" in capsys.readouterr().err
+
+
+def test_stale_leftovers_of_a_killed_build_are_removed(tmp_path, monkeypatch):
+    import os
+
+    from sinkframes.book import batch
+
+    monkeypatch.setenv("SINKFRAMES_MODELS", str(tmp_path / "models"))
+    book = tmp_path / "book"
+    book.mkdir()
+    old_page, new_page = book / ".01_x.running.ipynb", book / ".02_y.running.ipynb"
+    work = tmp_path / "models" / ".gemma3-abc123"
+    work.mkdir(parents=True)
+    for p in (old_page, new_page):
+        p.write_text("{}")
+    for p in (old_page, work):
+        os.utime(p, (1, 1))  # long ago: a killed run
+    removed = batch.remove_leftovers(tmp_path)
+    assert sorted(removed) == sorted([old_page, work]) and new_page.exists()  # a run still going is left alone

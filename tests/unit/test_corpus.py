@@ -69,6 +69,6 @@ def test_paper_csv_loads_with_checksum():
 def test_paper_csv_checksum_mismatch(tmp_path):
     p = tmp_path / "copy.csv"
     p.write_bytes(PAPER_CSV.read_bytes() + b"\n")
-    with pytest.raises(corpus.DatasetError, match="sha256 mismatch"):
+    with pytest.raises(corpus.DatasetError, match="is not the published file"):
         corpus.load_paper_csv(p, sha256=corpus.PAPER_CSV_SHA256)
     assert hashlib.sha256(PAPER_CSV.read_bytes()).hexdigest() == corpus.PAPER_CSV_SHA256

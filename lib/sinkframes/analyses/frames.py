@@ -6,7 +6,9 @@ The frame-type rule is fixed in advance and applied the same way to every model:
   attention and at least half as much as the first token (both ends anchor);
 - **centralized** if, averaged over layers and heads, at least half of the queries put their
   largest weight on position 0 and a head has at most 1.5 reference tokens;
-- **distributed** otherwise (several weaker anchors, or an anchor that is not position 0).
+- **distributed** otherwise (several weaker anchors, or an anchor that is not position 0);
+- **undefined** when the evidence the rule reads is undefined (NaN: no query had another key to
+  weigh, as in one-token texts); no frame is assigned then.
 
 ``analyse`` returns one ``ModelResult`` per model: ``data`` holds the model-level ``evidence``, the
 ``frame`` and the rule's ``reason``; ``report.frames`` writes the page's statements from them.
@@ -14,6 +16,7 @@ The frame-type rule is fixed in advance and applied the same way to every model:
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
@@ -37,8 +40,14 @@ RULES = {
 }
 
 LAYER_COLUMNS = [
-    "first_token_share", "last_token_share", "sink_concentration", "first_token_concentration",
-    "reference_count", "reference_has_first", "faithful_reference_count", "mean_head_sink_concentration",
+    "first_token_share",
+    "last_token_share",
+    "sink_concentration",
+    "first_token_concentration",
+    "reference_count",
+    "reference_has_first",
+    "faithful_reference_count",
+    "mean_head_sink_concentration",
 ]
 FAITHFUL_COLUMNS = ["faithful_reference_count"]  # the official reference-count rule (head-averaged matrix)
 
@@ -51,16 +60,35 @@ def classify(evidence: dict[str, float], causal: bool) -> tuple[str, str]:
     """Apply ``RULES`` to the model-level evidence; return ``(frame, reason)``."""
     first, last = evidence["first_token_share"], evidence["last_token_share"]
     conc, refs = evidence["first_token_concentration"], evidence["reference_count"]
-    if (not causal and last >= RULES["bidirectional_min_last_share"]
-            and last >= RULES["bidirectional_min_last_to_first"] * first):
+    used = {"first-token share": first, "queries peaking on position 0": conc, "reference tokens per head": refs}
+    if not causal:
+        used["last-token share"] = last
+    undefined = [name for name, v in used.items() if not math.isfinite(v)]
+    if undefined:
+        return "undefined", (
+            f"{', '.join(undefined)} undefined (no query had another key to weigh, e.g. one-token "
+            "texts), so no frame type is assigned"
+        )
+    if (
+        not causal
+        and last >= RULES["bidirectional_min_last_share"]
+        and last >= RULES["bidirectional_min_last_to_first"] * first
+    ):
         return "bidirectional", f"last token receives {last:.2f} against {first:.2f} for the first"
-    if conc >= RULES["centralized_min_first_concentration"] and refs <= RULES["centralized_max_reference_count"]:
+    min_conc, max_refs = RULES["centralized_min_first_concentration"], RULES["centralized_max_reference_count"]
+    if conc >= min_conc and refs <= max_refs:
         return "centralized", f"{conc:.0%} of queries peak on position 0; {refs:.2f} reference tokens per head"
-    return "distributed", f"only {conc:.0%} of queries peak on position 0; {refs:.2f} reference tokens per head"
+    failed = []  # name the criterion that failed, not one that passed
+    if conc < min_conc:
+        failed.append(f"only {conc:.0%} of queries peak on position 0 (centralized needs {min_conc:.0%})")
+    if refs > max_refs:
+        failed.append(f"{refs:.2f} reference tokens per head (centralized allows at most {max_refs:g})")
+    return "distributed", "; ".join(failed)
 
 
-def frames_from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]],
-                          seed: int = 0) -> ModelResult:
+def frames_from_summaries(
+    record: dict[str, Any], summaries: list[dict[str, torch.Tensor]], seed: int = 0
+) -> ModelResult:
     """Aggregate per-sample summaries into per-layer means (with bootstrap intervals over sentences).
 
     The result's ``data`` holds ``evidence`` (model-level means), ``frame`` and ``reason``.
@@ -81,8 +109,11 @@ def frames_from_summaries(record: dict[str, Any], summaries: list[dict[str, torc
     rows = []
     regions = stats.layer_regions(n_layers)
     for layer in range(n_layers):
-        row: dict[str, Any] = {"layer": layer, "depth": layer / max(1, n_layers - 1),
-                               "region": next(k for k, v in regions.items() if layer in v)}
+        row: dict[str, Any] = {
+            "layer": layer,
+            "depth": layer / max(1, n_layers - 1),
+            "region": next(k for k, v in regions.items() if layer in v),
+        }
         for name, arr in per_head.items():
             row[name] = float(np.nanmean(arr[:, layer]))
         for name, arr in per_layer.items():
@@ -96,13 +127,21 @@ def frames_from_summaries(record: dict[str, Any], summaries: list[dict[str, torc
     evidence["position0_dominant_layers"] = float((layers["first_token_concentration"] >= 0.5).mean())
     frame, reason = classify(evidence, bool(record["causal"]))
     heads = {name: np.nanmean(arr, axis=0) for name, arr in per_head.items()}  # each [layer, head]
-    return ModelResult(analysis=ANALYSIS, record=record, n_sentences=len(summaries), layers=layers, heads=heads,
-                       samples={**per_head, **per_layer}, data={"evidence": evidence, "frame": frame, "reason": reason},
-                       params={"seed": seed})
+    return ModelResult(
+        analysis=ANALYSIS,
+        record=record,
+        n_sentences=len(summaries),
+        layers=layers,
+        heads=heads,
+        samples={**per_head, **per_layer},
+        data={"evidence": evidence, "frame": frame, "reason": reason},
+        params={"seed": seed},
+    )
 
 
-def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
-                  **overrides: Any) -> ModelResult:
+def analyse_model(
+    ref: str, texts: list[str], opts: RunOptions | None = None, *, seed: int = 0, **overrides: Any
+) -> ModelResult:
     """Sink evidence of ``ref`` on ``texts`` (streamed reduction, cached).
 
     ``opts``/``overrides`` are run options (``batch_size=``, ``bos_policy=``, ...); ``params`` records them
@@ -117,8 +156,9 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     return result
 
 
-def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
-            **overrides: Any) -> list[ModelResult]:
+def analyse(
+    models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0, **overrides: Any
+) -> list[ModelResult]:
     """:func:`analyse_model` for each model, in order."""
     return [analyse_model(m, texts, opts, seed=seed, **overrides) for m in models]
 
@@ -139,6 +179,12 @@ def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
     return {"layers": result.layers[layer_cols].copy(), "evidence": ev}
 
 
+def _number(x: Any) -> float | None:
+    """A finite float, or ``None`` (JSON ``null``) for an undefined value: never a bare NaN in JSON."""
+    v = float(x)
+    return v if math.isfinite(v) else None
+
+
 def to_json(result: ModelResult) -> dict[str, Any]:
     """The CLI's JSON shape (``python -m sinkframes sinks --json``)."""
     return {
@@ -146,8 +192,12 @@ def to_json(result: ModelResult) -> dict[str, Any]:
         "n_sentences": result.n_sentences,
         "frame": result.data["frame"],
         "layers": [
-            {"layer": int(r["layer"]), "first_token_share": float(r["first_token_share"]),
-             "last_token_share": float(r["last_token_share"]), "sink_concentration": float(r["sink_concentration"])}
+            {
+                "layer": int(r["layer"]),
+                "first_token_share": _number(r["first_token_share"]),
+                "last_token_share": _number(r["last_token_share"]),
+                "sink_concentration": _number(r["sink_concentration"]),
+            }
             for r in result.layers.to_dict("records")
         ],
     }
@@ -159,17 +209,25 @@ def frame_table(results: list[ModelResult]) -> pd.DataFrame:
     for f in results:
         r = f.record
         ev = f.data["evidence"]
-        rows.append({
-            "model": f.ref, "family": r["family"], "position encoding": r["position_encoding"],
-            "BOS policy": f.params.get("bos_policy", "default"),
-            "position 0": _position0(f), "causal": r["causal"], "sentences": f.n_sentences,
-            "first-token share": ev["first_token_share"], "last-token share": ev["last_token_share"],
-            "queries peaking on pos. 0": ev["first_token_concentration"],
-            "layers where pos. 0 dominates": ev["position0_dominant_layers"],
-            "reference tokens / head": ev["reference_count"],
-            "reference tokens (official rule)": ev["faithful_reference_count"],
-            "frame (this book's rule)": f.data["frame"], "frame (paper, for the family)": r["paper_frame"],
-        })
+        rows.append(
+            {
+                "model": f.ref,
+                "family": r["family"],
+                "position encoding": r["position_encoding"],
+                "BOS policy": f.params.get("bos_policy", "default"),
+                "position 0": _position0(f),
+                "causal": r["causal"],
+                "sentences": f.n_sentences,
+                "first-token share": ev["first_token_share"],
+                "last-token share": ev["last_token_share"],
+                "queries peaking on pos. 0": ev["first_token_concentration"],
+                "layers where pos. 0 dominates": ev["position0_dominant_layers"],
+                "reference tokens / head": ev["reference_count"],
+                "reference tokens (official rule)": ev["faithful_reference_count"],
+                "frame (this book's rule)": f.data["frame"],
+                "frame (paper, for the family)": r["paper_frame"],
+            }
+        )
     return pd.DataFrame(rows)
 
 

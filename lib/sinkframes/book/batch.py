@@ -20,7 +20,7 @@ import nbformat
 
 from ..config import CACHE_ENV
 from .manifest import Manifest, Page, load_manifest, repo_root
-from .params import merge_parameters
+from .params import merge_parameters, parameter_problems
 
 
 def clean_executed(path: Path) -> None:
@@ -77,6 +77,41 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
     return target
 
 
+def _report(failures: list[tuple[str, str]], n_pages: int) -> None:
+    """The build's failure summary: every failed page with its whole error (cut at 2000 characters)."""
+    print(f"\n[sinkframes] {len(failures)} of {n_pages} page(s) failed:", file=sys.stderr)
+    for pid, msg in failures:
+        short = msg if len(msg) < 2000 else msg[:2000] + " ..."
+        print(f"  - {pid}: {short}", file=sys.stderr)
+
+
+#: leftovers older than this are from a killed run, not from one still going
+STALE_AFTER_S = 3600.0
+
+
+def remove_leftovers(root: Path, out: Path | None = None, stale_after_s: float = STALE_AFTER_S) -> list[Path]:
+    """Delete what killed runs leave behind: half-written pages (``.<page>.running.ipynb``) and
+    half-converted GGUF work folders (``<models>/.<key>-*``) older than ``stale_after_s``."""
+    from ..config import models_root
+
+    now = time.time()
+    found = list((out or root / "book").glob(".*.running.ipynb"))
+    if models_root().is_dir():
+        found += [p for p in models_root().glob(".*-*") if p.is_dir()]
+    removed = []
+    for p in found:
+        try:
+            if now - p.stat().st_mtime < stale_after_s:
+                continue
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+            removed.append(p)
+        except OSError:
+            continue
+    for p in removed:
+        print(f"[sinkframes] removed {p} (left by an interrupted run)", file=sys.stderr)
+    return removed
+
+
 def build_html(root: Path) -> int:
     """``jupyter-book build . -W -n --keep-going`` (never executes notebooks; see _config.yml)."""
     exe = shutil.which("jupyter-book") or str(Path(sys.executable).with_name("jupyter-book"))
@@ -95,9 +130,21 @@ def build(
     root = repo_root()
     os.environ.setdefault(CACHE_ENV, str(root / ".cache" / "sinkframes"))
     m = manifest or load_manifest()
+    if pages is not None and not pages:
+        raise ValueError(
+            "no page ids given; name pages (see notebooks/manifest.yml) or leave the option out to build all"
+        )
     chosen = [m.page(p) for p in pages] if pages else m.pages
     out = Path(out_dir).resolve() if out_dir else None
-    failures: list[tuple[str, str]] = []
+    failures: list[tuple[str, str]] = [
+        (page.id, f"ParameterError: {'; '.join(problems)}")
+        for page in chosen
+        if (problems := parameter_problems(page.params_for(profile)))
+    ]
+    if failures:  # nothing runs: every page's parameters are checked before any model loads
+        _report(failures, len(chosen))
+        return 1
+    remove_leftovers(root, out)
     for k, page in enumerate(chosen, 1):
         print(f"[sinkframes] [{k}/{len(chosen)}] {page.id} ({profile}) ...", flush=True)
         t0 = time.time()
@@ -111,10 +158,7 @@ def build(
             traceback.print_exc(limit=1)
     status = 0
     if failures:
-        print(f"\n[sinkframes] {len(failures)} of {len(chosen)} page(s) failed:", file=sys.stderr)
-        for pid, msg in failures:
-            short = msg if len(msg) < 2000 else msg[:2000] + " ..."
-            print(f"  - {pid}: {short}", file=sys.stderr)
+        _report(failures, len(chosen))
         status = 1
     if html and out is None:
         rc = build_html(root)

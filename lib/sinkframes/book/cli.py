@@ -40,6 +40,8 @@ def _cmd_sinks(args: argparse.Namespace) -> int:
     from .. import corpus, extraction
     from ..analyses.frames import analyse_model, to_json
 
+    if args.csv is not None and args.dataset != "paper":
+        raise corpus.DatasetError("--csv is only read with --dataset paper; add --dataset paper or drop --csv")
     texts = corpus.sample_sentences(args.n, seed=args.seed, dataset=args.dataset, csv_path=args.csv)["text"].tolist()
     before = extraction.STATS["forward_passes"]
     res = analyse_model(
@@ -58,7 +60,7 @@ def _cmd_sinks(args: argparse.Namespace) -> int:
     done = "cache hit: no forward pass" if res.from_cache else f"{ran} forward passes"
     print(f"[sinkframes] {done}", file=sys.stderr)
     if args.json:
-        print(json.dumps(to_json(res), indent=2))
+        print(json.dumps(to_json(res), indent=2, allow_nan=False))
         return 0
     print(f"{res.ref}: {res.n_sentences} sentences, frame {res.data['frame']} ({res.data['reason']})")
     print(f"{'layer':>5} {'first':>7} {'last':>7} {'conc.':>7}")

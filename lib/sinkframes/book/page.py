@@ -14,6 +14,7 @@ import pandas as pd
 from .. import corpus
 from ..report.provenance import provenance
 from ..types import RunOptions
+from .params import check_parameters
 
 
 @dataclass
@@ -55,8 +56,18 @@ def setup(
     ``RunOptions`` fields (``batch_size``, ``max_length``, ``bos_policy``, ``dtype``, ``device``, ...);
     an unknown name is an error that lists the valid ones. ``show`` displays the provenance line.
     """
-    if not models:
-        raise ValueError("models is empty: name at least one model (an offline key, tiny:<arch>, a folder or a hub id)")
+    check_parameters(
+        {
+            "profile": profile,
+            "models": models,
+            "n_sentences": n_sentences,
+            "dataset": dataset,
+            "csv_path": csv_path,
+            "seed": seed,
+            "selection": selection,
+            **run_options,
+        }
+    )
     opts = RunOptions.build(**run_options)
     if selection == "balanced":
         sentences = corpus.sample_sentences(n_sentences, seed=seed, dataset=dataset, csv_path=csv_path)

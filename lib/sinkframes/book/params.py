@@ -57,3 +57,74 @@ def merge_parameters(nb: Any) -> bool:
     for i in sorted(injected, reverse=True):
         del cells[i]
     return True
+
+
+# ---------------------------------------------------------------------------------------------
+# validation: every page's parameters are checked in one place, before any model loads
+
+
+class ParameterError(ValueError):
+    """A page parameter of the wrong type or value; the message lists every problem found."""
+
+
+_INT_MIN = {
+    "n_sentences": 1,
+    "n_examples": 0,
+    "n_output": 0,
+    "n_fisher": 0,
+    "batch_size": 1,
+    "max_length": 2,
+    "max_tokens": 2,
+    "example_sentence": 0,
+    "seed": None,
+}
+_CHOICES = {
+    "dataset": ("embedded", "paper"),
+    "bos_policy": ("default", "force"),
+    "selection": ("balanced", "official"),
+    "dtype": ("float32", "fp32", "float16", "fp16", "bfloat16", "bf16"),
+}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def parameter_problems(params: dict[str, Any]) -> list[str]:
+    """What is wrong with a page's parameters (empty: fine). Unknown names are left to the template."""
+    problems = []
+    for name in ("models", "bos_comparison"):
+        if name in params:
+            v = params[name]
+            if not isinstance(v, list) or not all(isinstance(m, str) and m.strip() for m in v):
+                problems.append(f"{name} must be a list of model references (strings), got {v!r}")
+            elif name == "models" and not v:
+                problems.append(
+                    "models is empty: name at least one model (an offline key, tiny:<arch>, a folder or a hub id)"
+                )
+    for name, low in _INT_MIN.items():
+        if name in params:
+            v = params[name]
+            if not _is_int(v):
+                problems.append(f"{name} must be a whole number, got {v!r} ({type(v).__name__})")
+            elif low is not None and v < low:
+                problems.append(f"{name} must be at least {low}, got {v}")
+    for name, choices in _CHOICES.items():
+        if name in params and params[name] not in choices:
+            problems.append(f"{name} must be one of {list(choices)}, got {params[name]!r}")
+    if "csv_path" in params and params["csv_path"] is not None and not isinstance(params["csv_path"], str):
+        problems.append(f"csv_path must be a path or URL (a string) or None, got {params['csv_path']!r}")
+    if params.get("dataset") == "paper" and not params.get("csv_path"):
+        problems.append("dataset='paper' needs csv_path (a local path or URL of wiki_dataset_sink.csv)")
+    if "example_threshold" in params:
+        t = params["example_threshold"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1:
+            problems.append(f"example_threshold must be a number between 0 and 1, got {t!r}")
+    return problems
+
+
+def check_parameters(params: dict[str, Any], where: str = "page") -> None:
+    """Raise ``ParameterError`` listing every problem of ``params``."""
+    problems = parameter_problems(params)
+    if problems:
+        raise ParameterError(f"{where}: bad parameters: " + "; ".join(problems))

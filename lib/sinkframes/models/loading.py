@@ -226,11 +226,18 @@ def _torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """``"auto"`` (CUDA when present, else CPU) or a torch device name that exists on this machine."""
     if isinstance(device, torch.device):
         return device
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ModelLoadError(f"unknown device {device!r}; use 'auto', 'cpu' or 'cuda' (or 'cuda:N')") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError(f"device {device!r} asked for, but this machine has no CUDA GPU; use 'cpu' or 'auto'")
+    return dev
 
 
 def load(

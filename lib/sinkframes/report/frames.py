@@ -14,6 +14,12 @@ def frame_verdicts(frames: list[ModelResult]) -> str:
     for f in frames:
         paper = f.record["paper_frame"]
         frame = f.data["frame"]
+        if frame == "undefined":
+            lines.append(
+                f"- `{f.ref}`: no frame type ({f.data['reason']}); the paper's label for the "
+                f"{f.record['family']} family is **{paper}**, untested here."
+            )
+            continue
         if paper == "not assigned":
             verdict = "the paper assigns no frame type to this family"
         elif paper == frame:
