@@ -80,9 +80,11 @@ def classify(evidence: dict[str, float], causal: bool) -> tuple[str, str]:
         return "centralized", f"{conc:.0%} of queries peak on position 0; {refs:.2f} reference tokens per head"
     failed = []  # name the criterion that failed, not one that passed
     if conc < min_conc:
-        failed.append(f"only {conc:.0%} of queries peak on position 0 (centralized needs {min_conc:.0%})")
+        failed.append(
+            f"only {conc:.0%} of queries peak on position 0, below the {min_conc:.0%} a centralized frame needs"
+        )
     if refs > max_refs:
-        failed.append(f"{refs:.2f} reference tokens per head (centralized allows at most {max_refs:g})")
+        failed.append(f"{refs:.2f} reference tokens per head, above the {max_refs:g} a centralized frame allows")
     return "distributed", "; ".join(failed)
 
 

@@ -20,6 +20,7 @@ import nbformat
 
 from ..config import CACHE_ENV
 from .manifest import Manifest, Page, load_manifest, repo_root
+from .install import pinned_ref, repository, set_install_cell
 from .params import merge_parameters, parameter_problems
 
 
@@ -28,6 +29,8 @@ def clean_executed(path: Path) -> None:
     cell holding the values it ran with (in place)."""
     nb = nbformat.read(path, as_version=4)
     merge_parameters(nb)
+    url, branch = repository(repo_root())
+    set_install_cell(nb, url, pinned_ref(branch), required=False)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [

@@ -76,13 +76,22 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_toc(args: argparse.Namespace) -> int:
-    from .manifest import load_manifest, render_toc
+    from .manifest import load_manifest, render_toc, repo_root
 
-    text = render_toc(load_manifest())
+    m = load_manifest()
+    text = render_toc(m)
     if args.write:
-        from .manifest import repo_root
+        import nbformat
 
-        (repo_root() / "_toc.yml").write_text(text)
+        from .install import repository, set_install_cell
+
+        root = repo_root()
+        (root / "_toc.yml").write_text(text)
+        url, branch = repository(root)
+        for page in m.pages:  # the templates' install cells follow _config.yml's repository
+            nb = nbformat.read(root / page.template, as_version=4)
+            if set_install_cell(nb, url, branch):
+                nbformat.write(nb, root / page.template)
     else:
         print(text, end="")
     return 0
@@ -131,7 +140,10 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-html", action="store_true", help="skip the jupyter-book build")
     b.set_defaults(func=_cmd_build)
 
-    t = sub.add_parser("toc", help="print (or --write) _toc.yml generated from the manifest")
+    t = sub.add_parser(
+        "toc",
+        help="print (or --write) _toc.yml from the manifest; --write also regenerates the templates' install cells",
+    )
     t.add_argument("--write", action="store_true")
     t.set_defaults(func=_cmd_toc)
     return p

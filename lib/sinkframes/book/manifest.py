@@ -55,7 +55,7 @@ def repo_root() -> Path:
     for cand in [here, *here.parents]:
         if (cand / "notebooks" / "manifest.yml").exists():
             return cand
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]  # lib/sinkframes/book/manifest.py -> the checkout
 
 
 def load_manifest(path: Path | None = None) -> Manifest:
