@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book test test-fast lint lab html bench clean-cache
+.PHONY: book test test-fast test-floor lint lab html bench clean-cache
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,12 +36,30 @@ lab: $(STAMP)
 html: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
+# A second virtualenv at the oldest supported transformers (requirements-floor.txt)
+FLOOR := .venv-floor
+FLOOR_STAMP := $(FLOOR)/.sinkframes-installed
+
+$(FLOOR_STAMP): requirements.txt requirements-floor.txt requirements-nodeps.txt pyproject.toml
+	test -x $(FLOOR)/bin/python || $(PYTHON) -m venv $(FLOOR)
+	$(FLOOR)/bin/python -m pip install --quiet --upgrade pip
+	$(FLOOR)/bin/python -m pip install --quiet torch==2.13.0
+	grep -v -i -E '^(transformers|tokenizers|huggingface_hub)==' requirements.txt > $(FLOOR)/requirements.txt
+	$(FLOOR)/bin/python -m pip install --quiet -r $(FLOOR)/requirements.txt -r requirements-floor.txt
+	$(FLOOR)/bin/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	$(FLOOR)/bin/python -m pip install --quiet --no-deps -e .
+	touch $(FLOOR_STAMP)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check lib tests bench
 	$(VENV)/bin/mypy
 
 test: lint
 	$(PY) -m pytest -q
+
+# the tests that need no real model and no notebook, at the oldest supported transformers
+test-floor: $(FLOOR_STAMP)
+	$(FLOOR)/bin/python -m pytest -q -m "not slow" tests/unit tests/models
 
 test-fast: lint
 	$(PY) -m pytest -q -m "not slow" tests/unit tests/models
