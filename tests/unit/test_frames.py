@@ -64,3 +64,15 @@ def test_classify_thresholds_are_the_stated_ones():
     assert frames.classify(ev, causal=True)[0] == "centralized"  # a causal model is never bidirectional
     assert frames.classify({**ev, "reference_count": 1.6}, causal=True)[0] == "distributed"
     assert frames.classify({**ev, "first_token_concentration": 0.49}, causal=True)[0] == "distributed"
+
+
+def test_bos_comparison_defaults_to_the_decoders_without_a_start_token():
+    from sinkframes.analyses.base import ModelResult
+    from sinkframes.analyses.frames import bos_comparison_models
+
+    def result(ref: str, causal: bool, adds_bos: bool) -> ModelResult:
+        return ModelResult("frames", {"ref": ref, "causal": causal, "adds_bos": adds_bos, "n_layers": 1}, 1)
+
+    results = [result("enc", False, True), result("no-bos", True, False), result("bos", True, True)]
+    assert bos_comparison_models(results) == ["no-bos"]
+    assert bos_comparison_models(results, ["bos"]) == ["bos"] and bos_comparison_models(results, []) == []

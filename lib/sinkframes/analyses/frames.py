@@ -181,6 +181,14 @@ def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
     return {"layers": result.layers[layer_cols].copy(), "evidence": ev}
 
 
+def bos_comparison_models(results: list[ModelResult], chosen: list[str] | None = None) -> list[str]:
+    """The models to run again with a BOS token forced at position 0: ``chosen`` when given, else the
+    decoders among ``results`` whose tokenizer puts the first word at position 0 (no start token)."""
+    if chosen is not None:
+        return list(chosen)
+    return [r.ref for r in results if r.causal and not r.record["adds_bos"]]
+
+
 def _number(x: Any) -> float | None:
     """A finite float, or ``None`` (JSON ``null``) for an undefined value: never a bare NaN in JSON."""
     v = float(x)

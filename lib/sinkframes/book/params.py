@@ -94,7 +94,7 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:
     """What is wrong with a page's parameters (empty: fine). Unknown names are left to the template."""
     problems = []
     for name in ("models", "bos_comparison"):
-        if name in params:
+        if name in params and not (name == "bos_comparison" and params[name] is None):  # None: derived from models
             v = params[name]
             if not isinstance(v, list) or not all(isinstance(m, str) and m.strip() for m in v):
                 problems.append(f"{name} must be a list of model references (strings), got {v!r}")
