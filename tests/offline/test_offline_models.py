@@ -59,3 +59,46 @@ def test_the_attention_hook_reproduces_each_real_models_attention(ref):
         out = lm.model(input_ids=torch.tensor([ids[i]]), output_attentions=True, use_cache=False)
         own = torch.stack([a[0].float() for a in out.attentions])  # [layer, head, query, key]
         torch.testing.assert_close(cap.attention, own[..., :n, :n], atol=1e-5, rtol=1e-4)
+
+
+def test_the_cache_key_follows_the_offline_weight_files():
+    """A reinstalled or replaced weight file (new mtime) is a new cache key."""
+    import os
+
+    from sinkframes.models import OFFLINE_MODELS, source_fingerprint
+    from sinkframes.models.gguf import weights_fingerprint
+
+    rows = weights_fingerprint(OFFLINE_MODELS["minilm"])
+    assert rows and rows[0][0].endswith("model.safetensors")
+    before = source_fingerprint("minilm")
+    path = next(p for p in (os.path.join(d, rows[0][0].split("/", 1)[1]) for d in _package_roots("minilm")))
+    st = os.stat(path)
+    try:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        assert source_fingerprint("minilm") != before
+    finally:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert source_fingerprint("minilm") == before
+
+
+def _package_roots(key: str) -> list[str]:
+    from sinkframes.models import OFFLINE_MODELS
+    from sinkframes.models.gguf import package_dir
+
+    return [str(package_dir(OFFLINE_MODELS[key]))]
+
+
+def test_a_damaged_converted_copy_is_converted_again(tmp_path, monkeypatch):
+    from sinkframes.models import OFFLINE_MODELS
+    from sinkframes.models.gguf import converted_copy_problem, offline_folder
+
+    monkeypatch.setenv("SINKFRAMES_MODELS", str(tmp_path / "models"))
+    om = OFFLINE_MODELS["smollm2"]
+    folder, _ = offline_folder(om)  # converts into the empty folder
+    assert converted_copy_problem(om, folder) is None
+    weights = next(folder.glob("*.safetensors"))
+    with weights.open("ab") as fh:  # a truncated or appended file: the size no longer matches the record
+        fh.write(b"\0")
+    assert converted_copy_problem(om, folder) == "its files changed or are damaged since the conversion"
+    again, _ = offline_folder(om)
+    assert again == folder and converted_copy_problem(om, folder) is None

@@ -1,7 +1,15 @@
-"""Offline model packages -> local folders ``from_pretrained`` can read (GGUF dequantized once)."""
+"""Offline model packages -> local folders ``from_pretrained`` can read (GGUF dequantized once).
+
+The weights behind an offline key are fingerprinted (:func:`weights_fingerprint`: path, size and
+modification time of every weight file the package and its part packages install); the
+fingerprint enters every cache key, and a converted copy records the fingerprint it was made from
+and the sizes and times of its own files, so a changed package or a damaged copy is converted
+again instead of being trusted.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -25,14 +33,87 @@ def package_dir(om: OfflineModel) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+#: files of at least this size count as weights
+WEIGHT_FILE_MIN_BYTES = 1_000_000
+CONVERTED_META = "sinkframes_converted.json"
+
+
+def _distributions(om: OfflineModel) -> list[importlib.metadata.Distribution]:
+    """The installed distribution of ``om`` and its part packages (``<name>-part<k>``)."""
+    base = om.module.replace("_", "-")
+    found = []
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name == base or name.startswith(f"{base}-part"):
+            found.append(dist)
+    return found
+
+
+def weights_fingerprint(om: OfflineModel) -> list[list[Any]]:
+    """``[path, size, mtime]`` of every weight file the package installs (empty if not installed).
+
+    A file whose size differs from the package's own record is damaged: a ``ModelLoadError``
+    says how to reinstall it.
+    """
+    rows = []
+    for dist in _distributions(om):
+        for f in dist.files or []:
+            if not f.size or f.size < WEIGHT_FILE_MIN_BYTES:
+                continue
+            path = Path(str(dist.locate_file(f)))
+            try:
+                st = path.stat()
+            except OSError as exc:
+                raise ModelLoadError(f"{om.key}: {path} is missing ({exc}); reinstall with: {om.pip}") from exc
+            if st.st_size != f.size:
+                raise ModelLoadError(
+                    f"{om.key}: {path} has {st.st_size} bytes, its package says {f.size}; the file is damaged. "
+                    f"Reinstall with: pip install --force-reinstall {om.pip.split('pip install ', 1)[-1]}"
+                )
+            rows.append([str(f), int(st.st_size), int(st.st_mtime_ns)])
+    return sorted(rows)
+
+
+def _files_of(folder: Path) -> dict[str, list[int]]:
+    return {
+        p.name: [int(p.stat().st_size), int(p.stat().st_mtime_ns)]
+        for p in folder.iterdir()
+        if p.is_file() and p.name != CONVERTED_META
+    }
+
+
+def converted_copy_problem(om: OfflineModel, target: Path) -> str | None:
+    """Why the converted copy at ``target`` cannot be used (``None``: it matches its package)."""
+    meta_path = target / CONVERTED_META
+    if not meta_path.exists():
+        return "there is no converted copy yet"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        return "its record is unreadable"
+    if meta.get("source") != weights_fingerprint(om):
+        return "it was converted from other package files"
+    files = meta.get("files")
+    if not isinstance(files, dict) or files != _files_of(target):
+        return "its files changed or are damaged since the conversion"
+    return None
+
+
 def offline_folder(om: OfflineModel) -> tuple[Path, str]:
-    """A folder ``from_pretrained`` can read for an offline model (converting GGUF once)."""
+    """A folder ``from_pretrained`` can read for an offline model (converting GGUF once, and again
+    whenever the copy does not match its package)."""
     pkg = package_dir(om)
     if om.gguf_file is None:
+        weights_fingerprint(om)  # a damaged package file is an error, not a wrong result
         return pkg / "model", om.quantization
     target = config.models_root() / f"{om.key}-fp32"
-    if (target / "sinkframes_converted.json").exists():
+    problem = converted_copy_problem(om, target)
+    if problem is None:
         return target, om.quantization
+    if target.exists():
+        print(
+            f"[sinkframes] {om.key}: the converted copy cannot be used ({problem}); converting again", file=sys.stderr
+        )
     if importlib.util.find_spec("gguf") is None:
         raise ModelLoadError(f"reading {om.key!r} needs the gguf package: pip install gguf accelerate")
     convert_gguf(om, pkg, target)
@@ -68,9 +149,13 @@ def convert_gguf(om: OfflineModel, pkg: Path, target: Path) -> None:
         out = work / "fp32"
         model.save_pretrained(out)
         tok.save_pretrained(out)
-        (out / "sinkframes_converted.json").write_text(
-            json.dumps({"from": om.upstream, "quantization": om.quantization})
-        )
+        record = {
+            "from": om.upstream,
+            "quantization": om.quantization,
+            "source": weights_fingerprint(om),
+            "files": _files_of(out),
+        }
+        (out / CONVERTED_META).write_text(json.dumps(record))
         if target.exists():
             shutil.rmtree(target)
         os.replace(out, target)

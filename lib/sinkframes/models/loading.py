@@ -19,7 +19,7 @@ import torch
 
 from .. import config
 from .errors import ModelLoadError
-from .gguf import offline_folder
+from .gguf import offline_folder, weights_fingerprint
 from .registry import ENCODER_TYPES, OFFLINE_MODELS, PAPER_MODELS, family_of
 
 # ---------------------------------------------------------------------------------------------
@@ -197,7 +197,13 @@ def source_fingerprint(ref: str, revision: str | None = None) -> dict[str, Any]:
     """What identifies the weights behind ``ref`` without loading them (for cache keys)."""
     if ref in OFFLINE_MODELS:
         om = OFFLINE_MODELS[ref]
-        return {"kind": "offline", "key": ref, "upstream": om.upstream, "package": om.pip}
+        return {
+            "kind": "offline",
+            "key": ref,
+            "upstream": om.upstream,
+            "package": om.pip,
+            "weights": weights_fingerprint(om),
+        }
     if ref.startswith("tiny:"):
         from .tiny import TINY_SEED
 
