@@ -150,8 +150,13 @@ class Cache:
             with contextlib.suppress(OSError):
                 p.unlink(missing_ok=True)
 
-    def get_or_compute(self, key: dict[str, Any], compute: Callable[[], Any]) -> tuple[Any, bool]:
-        """Return ``(value, hit)``; compute and store on a miss or a corrupt entry."""
+    def get_or_compute(
+        self, key: dict[str, Any], compute: Callable[[], Any], use_cache: bool = True
+    ) -> tuple[Any, bool]:
+        """Return ``(value, hit)``; compute and store on a miss or a corrupt entry. ``use_cache=False``
+        computes without reading or writing the cache."""
+        if not use_cache:
+            return compute(), False
         try:
             return self.load(key), True
         except KeyError:

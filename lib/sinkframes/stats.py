@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 REGIONS = ("early", "middle", "late")
+
+
+def nanmean(x: np.ndarray, axis: int | None = None) -> Any:
+    """Mean ignoring NaN, without a warning where nothing is left (that slice is NaN).
+
+    ``axis=None`` gives a ``float``; otherwise an array.
+    """
+    x = np.asarray(x)
+    if axis is None:
+        kept = x[~np.isnan(x)]
+        return float(kept.mean()) if kept.size else float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=axis)
 
 
 def layer_regions(n_layers: int) -> dict[str, list[int]]:

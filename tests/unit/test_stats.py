@@ -69,3 +69,14 @@ def test_cohens_dz_and_fisher_method():
     assert stats.fisher_combined_p(np.ones(5)) == pytest.approx(1.0)
     # one p of 0.05: X = -2 ln 0.05 with 2 degrees of freedom -> p = 0.05
     assert stats.fisher_combined_p(np.array([0.05])) == pytest.approx(0.05, rel=1e-6)
+
+
+def test_nanmean_ignores_nan_and_is_nan_without_a_warning_when_nothing_is_left():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert stats.nanmean(np.array([1.0, np.nan, 3.0])) == 2.0
+        assert np.isnan(stats.nanmean(np.array([np.nan, np.nan])))
+        cols = stats.nanmean(np.array([[1.0, np.nan], [3.0, np.nan]]), axis=0)
+    assert cols[0] == 2.0 and np.isnan(cols[1])

@@ -17,7 +17,6 @@ The frame-type rule is fixed in advance and applied the same way to every model:
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import asdict
 from typing import Any
 
@@ -89,14 +88,6 @@ def classify(evidence: dict[str, float], causal: bool) -> tuple[str, str]:
     return "distributed", "; ".join(failed)
 
 
-def _nanmean(x: np.ndarray, axis: int | None = None) -> Any:
-    """``np.nanmean`` that gives NaN for an all-NaN slice without a warning (undefined evidence is
-    handled by ``classify``, which assigns no frame)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(x, axis=axis)
-
-
 def frames_from_summaries(
     record: dict[str, Any], summaries: list[dict[str, torch.Tensor]], seed: int = 0
 ) -> ModelResult:
@@ -126,10 +117,10 @@ def frames_from_summaries(
             "region": next(k for k, v in regions.items() if layer in v),
         }
         for name, arr in per_head.items():
-            row[name] = float(_nanmean(arr[:, layer]))
+            row[name] = float(stats.nanmean(arr[:, layer].reshape(-1), axis=0))
         for name, arr in per_layer.items():
-            row[name] = float(_nanmean(arr[:, layer]))
-        per_sample = _nanmean(per_head["first_token_share"][:, layer], axis=-1)  # [sample]
+            row[name] = float(stats.nanmean(arr[:, layer].reshape(-1), axis=0))
+        per_sample = stats.nanmean(per_head["first_token_share"][:, layer], axis=-1)  # [sample]
         mean, lo, hi = stats.bootstrap_ci(per_sample, seed=seed + layer)
         row["first_token_share_low"], row["first_token_share_high"] = lo, hi
         rows.append(row)
@@ -137,7 +128,7 @@ def frames_from_summaries(
     evidence = {name: float(layers[name].mean()) for name in LAYER_COLUMNS}
     evidence["position0_dominant_layers"] = float((layers["first_token_concentration"] >= 0.5).mean())
     frame, reason = classify(evidence, bool(record["causal"]))
-    heads = {name: _nanmean(arr, axis=0) for name, arr in per_head.items()}  # each [layer, head]
+    heads = {name: stats.nanmean(arr, axis=0) for name, arr in per_head.items()}  # each [layer, head]
     return ModelResult(
         analysis=ANALYSIS,
         record=record,

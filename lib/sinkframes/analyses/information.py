@@ -34,13 +34,6 @@ ANALYSIS = "information"
 DEFAULT_RULE = "p90"
 
 
-def _nanmean(x: np.ndarray) -> float:
-    """Mean ignoring NaN; NaN (without a warning) when nothing is left."""
-    x = np.asarray(x, dtype=float)
-    x = x[~np.isnan(x)]
-    return float(x.mean()) if x.size else float("nan")
-
-
 def _nanstd(x: np.ndarray) -> float:
     x = np.asarray(x, dtype=float)
     x = x[~np.isnan(x)]
@@ -79,10 +72,10 @@ def layer_table(samples: Mapping[str, np.ndarray], mode: Mode, rule: str, seed: 
             x = red[:, layer]
             rows.append({
                 "layer": layer, "region": stats.region_of(layer, n_layers),
-                "kl_before": _nanmean(before[:, layer]),
-                "kl_reduction": _nanmean(x), "kl_reduction_std": _nanstd(x),
+                "kl_before": stats.nanmean(before[:, layer]),
+                "kl_reduction": stats.nanmean(x), "kl_reduction_std": _nanstd(x),
                 "count": int(np.sum(~np.isnan(x))),
-                "sink_mass": _nanmean(mass[:, layer]), "sink_mass_std": _nanstd(mass[:, layer]),
+                "sink_mass": stats.nanmean(mass[:, layer]), "sink_mass_std": _nanstd(mass[:, layer]),
                 "n_sinks": float(nsink[:, layer].mean()), "sinks_include_first": float(first[:, layer].mean()),
                 "p_value": inf.OFFICIAL_P_VALUE,
                 "combined_p": stats.fisher_combined_p(np.full(int(np.sum(~np.isnan(x))), inf.OFFICIAL_P_VALUE)),
@@ -95,7 +88,7 @@ def layer_table(samples: Mapping[str, np.ndarray], mode: Mode, rule: str, seed: 
         m, mlo, mhi = stats.bootstrap_ci(mass[:, layer], seed=seed + layer)
         rows.append({
             "layer": layer, "region": stats.region_of(layer, n_layers),
-            "kl_before": _nanmean(before[:, layer]),
+            "kl_before": stats.nanmean(before[:, layer]),
             "kl_reduction": mean, "ci_low": lo, "ci_high": hi, "count": int(np.sum(~np.isnan(x))),
             "effect_dz": stats.cohens_dz(x), "p_value": p,
             "sink_mass": m, "sink_mass_low": mlo, "sink_mass_high": mhi,

@@ -182,18 +182,12 @@ def _mean_count(x: np.ndarray) -> str:
     return f"{x.mean():.4f} [{x.size}]" if x.size else "N/A [0]"
 
 
-def _nanmean(x: np.ndarray) -> float:
-    """Mean ignoring NaN; NaN (without a warning) when nothing is left."""
-    x = x[~np.isnan(x)]
-    return float(x.mean()) if x.size else float("nan")
-
-
 def layer_summary(r: ModelResult) -> pd.DataFrame:
     """One row per layer (every layer): whether the official code analyses it, the faithful fields'
     means over sentences (NaN-ignoring: ``faithful <field>``) and the corrected columns of :func:`corrected_table`."""
     analysed = set(analysed_layers(r))
     faithful = pd.DataFrame([{"layer": layer, "analysed": layer in analysed,
-                              **{f"faithful {name}": _nanmean(faithful_field(r, name)[:, layer])
+                              **{f"faithful {name}": stats.nanmean(faithful_field(r, name)[:, layer])
                                  for name in topo.FAITHFUL_FIELDS}}
                              for layer in range(r.n_layers)])
     return faithful.merge(corrected_table(r).drop(columns="model"), on="layer")

@@ -12,6 +12,8 @@ import ast
 import json
 from typing import Any
 
+from ..types import BOS_POLICIES
+
 
 def _literal(value: Any) -> str:
     """Python source for a literal, with double-quoted strings (the templates' style)."""
@@ -78,11 +80,10 @@ _INT_MIN = {
     "example_sentence": 0,
     "seed": None,
 }
-_CHOICES = {
+_CHOICES: dict[str, tuple[str, ...]] = {
     "dataset": ("embedded", "paper"),
-    "bos_policy": ("default", "force"),
+    "bos_policy": BOS_POLICIES,
     "selection": ("balanced", "official"),
-    "dtype": ("float32", "fp32", "float16", "fp16", "bfloat16", "bf16"),
 }
 
 
@@ -109,7 +110,9 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:
                 problems.append(f"{name} must be a whole number, got {v!r} ({type(v).__name__})")
             elif low is not None and v < low:
                 problems.append(f"{name} must be at least {low}, got {v}")
-    for name, choices in _CHOICES.items():
+    from ..models.loading import DTYPES  # loads torch: only when parameters are checked
+
+    for name, choices in {**_CHOICES, "dtype": tuple(DTYPES)}.items():
         if name in params and params[name] not in choices:
             problems.append(f"{name} must be one of {list(choices)}, got {params[name]!r}")
     if "csv_path" in params and params["csv_path"] is not None and not isinstance(params["csv_path"], str):

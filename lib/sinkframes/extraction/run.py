@@ -61,6 +61,4 @@ def run_cached(
         tokens = [lm.tokenizer.convert_ids_to_tokens(x) for x in ids]
         return {"record": lm.record.to_dict(), "texts": texts, "tokens": tokens, "results": results}
 
-    if not opts.use_cache:
-        return compute(), False
-    return Cache(namespace=namespace).get_or_compute(key, compute)
+    return Cache(namespace=namespace).get_or_compute(key, compute, opts.use_cache)

@@ -215,20 +215,23 @@ def source_fingerprint(ref: str, revision: str | None = None) -> dict[str, Any]:
     return {"kind": "hub", "id": ref, "revision": revision or "main"}
 
 
+#: the dtype names ``load`` accepts
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+}
+
+
 def _torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype
-    table = {
-        "float32": torch.float32,
-        "fp32": torch.float32,
-        "float16": torch.float16,
-        "fp16": torch.float16,
-        "bfloat16": torch.bfloat16,
-        "bf16": torch.bfloat16,
-    }
-    if dtype not in table:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(table)}")
-    return table[dtype]
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(DTYPES)}")
+    return DTYPES[dtype]
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:

@@ -366,8 +366,5 @@ def cached_fisher(
         res = fisher_norms(lm, list(texts), mode=mode, seed=seed, progress=o.progress)
         return {"n_layers": res.n_layers, "objective": res.objective, "values": res.values.to_dict("list")}
 
-    if not o.use_cache:
-        value = compute()
-    else:
-        value, _ = Cache(namespace="fisher").get_or_compute(key, compute)
+    value, _ = Cache(namespace="fisher").get_or_compute(key, compute, o.use_cache)
     return FisherResult(ref, mode, value["n_layers"], value["objective"], pd.DataFrame(value["values"]))

@@ -172,8 +172,5 @@ def cached_output_check(
         per = output_check(lm, list(texts), seed=seed, opts=o)
         return {"causal": lm.record.causal, "per_sentence": per.to_dict("list")}
 
-    if not o.use_cache:
-        value = compute()
-    else:
-        value, _ = Cache(namespace="interventions").get_or_compute(key, compute)
+    value, _ = Cache(namespace="interventions").get_or_compute(key, compute, o.use_cache)
     return summarize_check(ref, value["causal"], pd.DataFrame(value["per_sentence"]), seed=seed)
