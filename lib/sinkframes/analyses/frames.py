@@ -135,7 +135,7 @@ def frames_from_summaries(
         n_sentences=len(summaries),
         layers=layers,
         heads=heads,
-        samples={**per_head, **per_layer},
+        samples={**per_head, **per_layer, "n_tokens": np.array([int(s["n_tokens"]) for s in summaries])},
         data={"evidence": evidence, "frame": frame, "reason": reason},
         params={"seed": seed},
     )

@@ -156,8 +156,9 @@ def simplex_from_summaries(record: dict[str, Any], summaries: list[dict[str, tor
             row[f"{k}_low"], row[f"{k}_high"] = lo, hi
         rows.append(row)
     heads = {k: np.nanmean(arr, axis=0) for k, arr in arrays.items()}  # each [layer, head]
+    lengths = np.array([int(s["n_tokens"]) for s in summaries])  # [sample]
     return ModelResult(analysis=ANALYSIS, record=record, n_sentences=len(summaries), layers=pd.DataFrame(rows),
-                       heads=heads, samples=arrays, params={"seed": seed})
+                       heads=heads, samples={**arrays, "n_tokens": lengths}, params={"seed": seed})
 
 
 def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,

@@ -1,34 +1,38 @@
-"""What the paper reports, as data with its location, for side-by-side tables.
+"""Every claim of the paper, once, as data: where it is printed, what it says, how it is decided.
 
-Values are quoted from arXiv 2508.02546 (section or appendix as given). ``definition`` says what
-was measured, because several of the paper's quantities are computed differently from this
-book's measures of the same name (see the official-code notes in each chapter).
+Values are those printed in arXiv 2508.02546 (section, appendix and table as given), checked against
+the reference specification of the official code (``official_code_spec.md``, section 11, which maps
+each of the paper's parts to the notebook that produced it). One :class:`Claim` per statement:
+
+- ``subject`` is the family (``llama``, ``qwen``, ``gemma``, ``mistral``, ``phi``, ``pythia``, ``bert``,
+  ``xlm-roberta``), the frame type (``centralized``, ``distributed``, ``bidirectional``), ``decoders``,
+  ``encoders`` or ``all``. A model is tested against the claims of the family and frame type the paper
+  assigns to its architecture (``models.registry.FAMILIES``), never against the frame type its own
+  attention happens to show.
+- ``measure`` names the quantity (``verdicts.measures``) and ``rule``/``params`` the decision
+  (``verdicts.rules``), both fixed here before any result is seen; ``why`` says why the threshold is
+  what it is, ``null`` what structureless input it must beat. A claim without a rule says in
+  ``untestable`` why no profile of this book can test it.
+- ``page`` is the book page that tests it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
+#: the paper's numbered parts, in reading order
+SECTIONS: tuple[str, ...] = (
+    "1", "3.1", "3.2", "3.3", "3.4", "4", "5.1", "5.2", "5.3", "5.4",
+    "A", "B", "B.1", "C.1", "C.2", "E", "F", "G", "H", "I", "J",
+)
 
-@dataclass(frozen=True)
-class Reported:
-    family: str
-    quantity: str
-    value: str
-    where: str
-    definition: str
-
-
-CLAIM_COLUMNS = ["family", "quantity", "value", "where", "definition"]
-
-
-def claims_table(claims: list[Reported], families: list[str] | None = None) -> pd.DataFrame:
-    """Reported values as a table, optionally for some families only (claims for "all" always stay)."""
-    rows = [c.__dict__ for c in claims if families is None or c.family in families or c.family == "all"]
-    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
-
+FAMILIES = ("llama", "qwen", "gemma", "mistral", "phi", "pythia", "bert", "xlm-roberta")
+FRAMES = ("centralized", "distributed", "bidirectional")
+SUBJECTS = (*FAMILIES, *FRAMES, "decoders", "encoders", "all")
 
 FRAME_BY_FAMILY: dict[str, str] = {
     "llama": "centralized",
@@ -40,290 +44,468 @@ FRAME_BY_FAMILY: dict[str, str] = {
     "xlm-roberta": "bidirectional",
 }
 
-SINK_CLAIMS: list[Reported] = [
-    Reported("llama", "frame type", "centralized (one BOS sink)", "Sec. 3.1, App. E", "qualitative"),
-    Reported(
-        "llama",
-        "heads specialized on the BOS token",
-        "100 %",
-        "App. E",
-        "string of the most-received token, official topology notebook",
-    ),
-    Reported(
-        "llama",
-        "sink concentration",
-        "77-89 %, 96 % at layer 25",
-        "App. E",
-        "attention mass of heads 0-3 on percentile sinks (official KL notebook)",
-    ),
-    Reported(
-        "llama",
-        "reference tokens per sample",
-        "1.0006 (centralized frames)",
-        "App. C.2",
-        "official rule: column mean of head-averaged attention > 0.1",
-    ),
-    Reported("gemma", "frame type", "centralized", "Sec. 3.1, App. G", "qualitative"),
-    Reported("gemma", "heads specialized on <bos>", "100 %", "App. G", "string of the most-received token"),
-    Reported(
-        "gemma",
-        "sink concentration",
-        "73.59 % to 80.75 %, max 95.44 % at layer 21",
-        "App. G",
-        "heads 0-3 on percentile sinks",
-    ),
-    Reported("mistral", "frame type", "centralized", "Sec. 3.1, App. G", "qualitative"),
-    Reported("mistral", "sink concentration", "max 91.57 % at layer 21", "App. G", "heads 0-3 on percentile sinks"),
-    Reported("qwen", "frame type", "distributed (several weaker anchors)", "Sec. 3.1, App. F", "qualitative"),
-    Reported("qwen", "head specialization", "36.6-65.4 %", "App. F", "string of the most-received token"),
-    Reported("qwen", "sink concentration", "84-92 % in layers 23-25", "App. F", "heads 0-3 on percentile sinks"),
-    Reported("qwen", "reference tokens per sample", "1.23 (distributed frames)", "App. C.2", "official rule"),
-    Reported("phi", "frame type", "distributed", "Sec. 3.1, App. I", "qualitative"),
-    Reported("phi", "sink concentration", "35.23 % (layer 0) to 97.19 %", "App. I", "heads 0-3 on percentile sinks"),
-    Reported("bert", "frame type", "bidirectional (beginning and end tokens)", "Sec. 3.1, App. H", "qualitative"),
-    Reported("bert", "sink concentration", "32.07 %", "App. H", "heads 0-3 on percentile sinks"),
-    Reported("bert", "reference tokens per sample", "1.58 (bidirectional frames)", "App. C.2", "official rule"),
-    Reported("xlm-roberta", "frame type", "bidirectional", "Sec. 3.1, App. H", "qualitative"),
-    Reported("xlm-roberta", "sink concentration", "28.19 %", "App. H", "heads 0-3 on percentile sinks"),
-    Reported(
-        "pythia", "specialization on the token 'the'", "31.0 % to 42.2 %", "App. J", "string of the most-received token"
-    ),
-]
+#: family -> the offline-profile model that stands for it ("" where none installs offline)
+OFFLINE_STAND_IN: dict[str, str] = {"llama": "smollm2", "gemma": "gemma3", "bert": "minilm"}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement of the paper and how this book decides it (see the module docstring)."""
+
+    id: str
+    section: str
+    where: str  # table, figure or paragraph
+    subject: str
+    quantity: str
+    printed: str  # the paper's value(s), as printed
+    notebook: str  # the official notebook that produced it ("" if none)
+    page: str = ""  # the book page (manifest id) that tests it
+    measure: str = ""  # verdicts.measures name
+    rule: str = ""  # verdicts.rules name
+    params: Mapping[str, Any] = field(default_factory=dict)
+    why: str = ""  # why the rule's threshold is what it is
+    null: str = ""  # the structureless input the model must beat
+    untestable: str = ""  # why no profile can test it (then no rule)
+    definition: str = ""  # what the paper's number measures, where it differs from the name
+
+    def applies_to(self, family: str, frame: str, causal: bool) -> bool:
+        """Whether a model of ``family`` (paper frame ``frame``) is tested against this claim."""
+        s = self.subject
+        return (s == "all" or s == family or s == frame or (s == "decoders" and causal)
+                or (s == "encoders" and not causal))
+
+    @property
+    def testable(self) -> bool:
+        return bool(self.rule) and not self.untestable
+
+
+# ----------------------------------------------------------------------------- building blocks
+
+_TOPO, _KL, _LAP, _FIED, _FISH, _RMT = "topology", "KL", "laplacian", "fiedler", "fisher", "rmt"
+_AV, _RP = "attention_value", "reference_point"
+KL_DEFINITION = "inter-head divergence before minus after removing percentile sinks, layers sampled (KL.ipynb)"
+CONCENTRATION_DEFINITION = "attention mass of heads 0-3 on 90th-percentile sinks (KL.ipynb)"
+FISHER_DEFINITION = "squared gradient norms of the LM loss per layer, pads in the loss (fisher.ipynb)"
+FIEDLER_DEFINITION = "laplacian.ipynb Fiedler value of (B + B^T)/2 with self-loops; scales with sentence length"
+
+#: tolerances fixed before any result: the paper prints no uncertainty for these values
+PCT_TOL = 0.05  # five percentage points on a share: below that the book does not interpret a difference
+SHARE_ALL = 0.9  # "100 % of heads" read as at least 90 % of them
+THEORY = "a mathematical statement (true by derivation), not a measurement"
+METHOD = "a statement of method, not a finding about models"
+
+
+def _near(value: float, tol: float = PCT_TOL) -> dict[str, float]:
+    return {"low": value - tol, "high": value + tol}
+
+
+U_NULL = "uniform attention of the same shapes"
+DENSE_NULL = "a dense graph of the same sizes at every threshold"
+RANDOM_KEY = "removing a random key instead of the sink"
+EQUAL_FISHER = "the same Fisher norm in every layer"
+
+_C = Claim
+
+CLAIMS: tuple[Claim, ...] = (
+    # --------------------------------------------------------------------------- 1 introduction
+    _C("1.bos_share", "1", "Introduction", "decoders", "share of attention on the first token", "30-40 %", "",
+       page="reference_frames", measure="frames.first_token_share", rule="within", params={"low": 0.30, "high": 0.40},
+       why="the printed range, taken as it stands", null=U_NULL,
+       definition="no official notebook computes it; measured as the mean received share of position 0"),
+    _C("1.removal_hurts", "1", "Introduction", "all", "removing the sink harms the model", "argued, not measured", "",
+       page="information_geometry", measure="information.output_sink_minus_random", rule="above", params={"threshold": 0.0},
+       why="the sink's removal must change the outputs more than a random key's (paired difference > 0)",
+       null=RANDOM_KEY, definition="no ablation of model outputs in the official code"),
+    # --------------------------------------------------------------------------- 3.1 frame types
+    _C("3.1.centralized", "3.1", "Sec. 3.1, Fig. 1", "centralized", "frame type", "centralized (one sink)", _TOPO,
+       page="reference_frames", measure="frames.frame_type", rule="equals", params={"expected": "centralized"},
+       why="the book's frame classifier (analyses.frames.RULES), fixed before the models were run", null=U_NULL),
+    _C("3.1.distributed", "3.1", "Sec. 3.1, Fig. 1", "distributed", "frame type", "distributed (several anchors)",
+       _TOPO, page="reference_frames", measure="frames.frame_type", rule="equals",
+       params={"expected": "distributed"}, why="as for 3.1.centralized", null=U_NULL),
+    _C("3.1.bidirectional", "3.1", "Sec. 3.1, Fig. 1", "bidirectional", "frame type",
+       "bidirectional (beginning and end)", _TOPO, page="reference_frames", measure="frames.frame_type",
+       rule="equals", params={"expected": "bidirectional"}, why="as for 3.1.centralized", null=U_NULL),
+    # --------------------------------------------------------------------------- 3.2 softmax geometry
+    _C("3.2.near_vertex", "3.2", "Sec. 3.2", "all", "attention rows settle near a simplex vertex on a reference token",
+       "qualitative", "", page="softmax_geometry", measure="softmax.near_vertex_on_first", rule="at_least",
+       params={"share": 0.5},
+       why="in at least half the layers most rows put a majority on one key, mostly position 0 (the smaller share)",
+       null=U_NULL),
+    _C("3.2.fisher_rao", "3.2", "Sec. 3.2", "all", "the Fisher-Rao metric makes vertex concentration cheap",
+       "derivation", "", page="softmax_geometry", untestable=THEORY),
+    # --------------------------------------------------------------------------- 3.3 emergence
+    _C("3.3.small_key", "3.3", "Sec. 3.3", "all", "the sink's key has a small norm", "qualitative", "",
+       page="sink_geometry_values", measure="values.key_norm_ratio", rule="below", params={"threshold": 1.0},
+       why="position 0's key norm below the mean of the other keys' (ratio < 1)",
+       null="a random key (ratio 1 by construction)"),
+    _C("3.3.aligned_key", "3.3", "Sec. 3.3", "all", "the sink's key points along the queries",
+       "high query-key cosine", "", page="sink_geometry_values", measure="values.sink_cosine_excess", rule="above",
+       params={"threshold": 0.0}, why="queries' cosine with the sink key above their cosine with the other keys",
+       null="a random key (excess 0 by construction)"),
+    # --------------------------------------------------------------------------- 3.4 position encodings
+    _C("3.4.rope_identity", "3.4", "Sec. 3.4", "centralized", "RoPE leaves position 0 unrotated",
+       "identity rotation at position 0", "", untestable=THEORY),
+    _C("3.4.encoding_decides", "3.4", "Sec. 3.4", "all", "the position encoding decides the frame type",
+       "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
+       page="reference_frames",
+       untestable=("a causal claim across families; the models differ in more than position encoding (BOS token, "
+                   "training data), so a per-model verdict cannot decide it (the 3.1 rows test its consequence)")),
+    # --------------------------------------------------------------------------- 4 methodology
+    _C("4.thresholds", "4", "Sec. 4", "all", "graphs thresholded at seven values", "0.001, 0.005, 0.01, 0.02, 0.05, "
+       "0.1, 0.2", _LAP, page="spectral_graphs", untestable=METHOD),
+    _C("4.samples", "4", "Sec. 4", "all", "sentences analysed", "500 (50 for KL, 100 for RMT)", _TOPO,
+       untestable=METHOD),
+    # --------------------------------------------------------------------------- 5.1 centralized frames
+    _C("5.1.star", "5.1", "Sec. 5.1", "centralized", "threshold graphs are star-like", "star-like", _LAP,
+       page="spectral_graphs", measure="spectral.star_likeness", rule="above", params={"threshold": 0.53},
+       why="App. G's printed bound for the centralized family", null=DENSE_NULL),
+    _C("5.1.corr_negative", "5.1", "Sec. 5.1", "centralized", "connectivity-centralization correlation", "negative",
+       _LAP, page="spectral_graphs", measure="spectral.r_fiedler_centralization", rule="below",
+       params={"threshold": 0.0}, why="sign only, across layers, averaged over the paper's thresholds",
+       null=DENSE_NULL),
+    _C("5.1.fisher_early", "5.1", "Sec. 5.1", "centralized", "Fisher information in the early third",
+       "about 60 %", _FISH, page="information_geometry", measure="information.fisher_early_share", rule="within",
+       params={"low": 0.5, "high": 0.7}, why="'about 60 %' read as 50-70 %", null=EQUAL_FISHER,
+       definition=FISHER_DEFINITION + "; the share is derived by hand"),
+    _C("5.1.kl_negative", "5.1", "Sec. 5.1", "centralized", "KL reduction", "negative throughout", _KL,
+       page="information_geometry", measure="information.kl_max_layer", rule="below", params={"threshold": 0.0},
+       why="every layer's reduction negative: the largest layer mean below 0", null=U_NULL,
+       definition=KL_DEFINITION),
+    # --------------------------------------------------------------------------- 5.2 distributed frames
+    _C("5.2.sign_flip", "5.2", "Sec. 5.2", "distributed", "Fiedler correlations change sign with the threshold",
+       "sign flips", _LAP, page="spectral_graphs", measure="spectral.flip_threshold", rule="flip_near",
+       params={"threshold": 0.05}, why="the location App. F gives for Qwen", null=DENSE_NULL),
+    _C("5.2.kl_three_phase", "5.2", "Sec. 5.2", "distributed", "KL reduction profile",
+       "three phases: positive early, negative middle and late", _KL, page="information_geometry",
+       measure="information.kl_three_phase", rule="above", params={"threshold": 0.0},
+       why="min(early, -middle, -late) region means > 0", null=U_NULL, definition=KL_DEFINITION),
+    _C("5.2.fisher_peaks", "5.2", "Sec. 5.2", "distributed", "Fisher information by layer", "multiple peaks", _FISH,
+       page="information_geometry",
+       untestable="'multiple peaks' has no stated criterion (height, separation), so no rule can be fixed from it"),
+    # --------------------------------------------------------------------------- 5.3 bidirectional frames
+    _C("5.3.early_topology", "5.3", "Sec. 5.3", "bidirectional", "topological complexity early, falling with depth",
+       "high Betti1 early", _TOPO, page="topology", measure="topology.betti1_late_minus_early", rule="below",
+       params={"threshold": 0.0}, why="late-third minus early-third H1 count < 0", null=U_NULL),
+    _C("5.3.connectivity_u", "5.3", "Sec. 5.3", "bidirectional", "algebraic connectivity over depth", "U-shaped",
+       _LAP, page="spectral_graphs", measure="spectral.lambda2_dip", rule="above", params={"threshold": 0.0},
+       why="min(early, late) minus middle third, averaged over the paper's thresholds, > 0", null=DENSE_NULL),
+    _C("5.3.kl_u", "5.3", "Sec. 5.3", "bidirectional", "KL reduction profile", "U-shaped", _KL,
+       page="information_geometry", measure="information.kl_u_contrast", rule="above", params={"threshold": 0.0},
+       why="min(early, late) minus middle region mean > 0", null=U_NULL, definition=KL_DEFINITION),
+    _C("5.3.fisher_middle", "5.3", "Sec. 5.3", "bidirectional", "Fisher information peak", "middle layers", _FISH,
+       page="information_geometry", measure="information.fisher_peak_region", rule="equals",
+       params={"expected": "middle"}, why="the layer with the largest share lies in the middle third",
+       null=EQUAL_FISHER, definition=FISHER_DEFINITION + "; masked-LM loss"),
+    # --------------------------------------------------------------------------- 5.4 value space
+    _C("5.4.entropy", "5.4", "Sec. 5.4", "all", "attention entropy with depth", "decreases", _AV,
+       page="sink_geometry_values", measure="values.entropy_last_minus_first", rule="below", params={"threshold": 0.0},
+       why="last-layer minus first-layer mean entropy < 0", null=U_NULL),
+    _C("5.4.magnitude", "5.4", "Sec. 5.4", "all", "transformation magnitude with depth", "increases", _AV,
+       page="sink_geometry_values", measure="values.magnitude_last_minus_first", rule="above",
+       params={"threshold": 0.0}, why="last-layer minus first-layer mean |X^{l+1} - X^l| > 0",
+       null="no change between layers"),
+    _C("5.4.alignment", "5.4", "Sec. 5.4", "all", "geometric-semantic alignment in deep layers",
+       "becomes negative", _AV, page="sink_geometry_values", measure="values.alignment_last", rule="below",
+       params={"threshold": 0.0}, why="last-layer Pearson of attention and hidden-state cosine < 0", null=U_NULL),
+    # --------------------------------------------------------------------------- A
+    _C("A.jacobian", "A", "App. A", "all", "softmax Jacobian and Fisher metric on the simplex", "derivation", "",
+       page="softmax_geometry", untestable=THEORY),
+    # --------------------------------------------------------------------------- B, B.1 (Pythia checkpoints)
+    _C("B.early_emergence", "B", "App. B", "pythia", "reference frames emerge early in training",
+       "in the first checkpoints", _RMT,
+       untestable="needs Pythia training checkpoints from the hub (paper profile); Appendix B has no page yet",
+       definition="rmt.ipynb sorts checkpoints as strings, so its 'last' checkpoint is step8"),
+    _C("B.spectral_gap", "B", "App. B", "pythia", "spectral gap across checkpoints", "changes non-monotonically",
+       _RMT, untestable="as B.early_emergence",
+       definition="for causal attention the 'eigenvalues' are the self-attention weights"),
+    _C("B.1.phase_transition", "B.1", "App. B.1", "pythia", "participation ratio",
+       "geometric phase transition between 6.9B and 12B", _RMT, untestable="as B.early_emergence"),
+    _C("B.1.mp_distance", "B.1", "App. B.1", "pythia", "distance to the Marchenko-Pastur law", "reported per size",
+       _RMT, untestable="as B.early_emergence",
+       definition="top-10 eigenvalues only, infinite values dropped before averaging"),
+    # --------------------------------------------------------------------------- C.1, C.2 statistics
+    _C("C.1.frames_differ", "C.1", "App. C.1", "all", "frame types differ in topology (Welch tests)", "significant",
+       _TOPO, untestable=("a comparison between families; the offline profile has one model per frame type and the "
+                          "official tests are across samples of one model each")),
+    _C("C.1.kl_differs", "C.1", "App. C.1", "all", "frame types differ in KL reduction", "significant", _KL,
+       untestable="as C.1.frames_differ"),
+    _C("C.2.refs_centralized", "C.2", "App. C.2", "centralized", "reference tokens per sample", "1.0006", _RP,
+       page="reference_frames", measure="frames.reference_count", rule="within", params=_near(1.0006, 0.1),
+       why="+-0.1 tokens: about half the gap between the centralized and distributed values printed (1.0006, 1.23)",
+       null=U_NULL, definition="official rule: column mean of head-averaged attention > 0.1"),
+    _C("C.2.refs_distributed", "C.2", "App. C.2", "distributed", "reference tokens per sample", "1.23", _RP,
+       page="reference_frames", measure="frames.reference_count", rule="within", params=_near(1.23, 0.1),
+       why="as C.2.refs_centralized", null=U_NULL, definition="official reference_point rule"),
+    _C("C.2.refs_bidirectional", "C.2", "App. C.2", "bidirectional", "reference tokens per sample", "1.58", _RP,
+       page="reference_frames", measure="frames.reference_count", rule="within", params=_near(1.58, 0.1),
+       why="as C.2.refs_centralized", null=U_NULL, definition="official reference_point rule"),
+    _C("C.2.magnitude_fold", "C.2", "App. C.2", "all", "transformation magnitude 'fold' increase",
+       "81.61 (centralized), 206.33 (distributed), 4.08 (bidirectional)", _AV, page="sink_geometry_values",
+       untestable=("the printed 'fold' is the difference of the official first- and last-layer values, not a "
+                   "ratio; the direction is tested by 5.4.magnitude"),
+       definition="last-layer minus first-layer mean |X^{l+1} - X^l|"),
+    # --------------------------------------------------------------------------- E Llama
+    _C("E.betti0_stable", "E", "App. E", "llama", "Betti0 across layers", "stable", _TOPO, page="topology",
+       measure="topology.betti0_range", rule="below", params={"threshold": 1.0},
+       why="the official 'fragmentation' rule: a change of more than one component", null=U_NULL),
+    _C("E.persistence_rises", "E", "App. E", "llama", "H0 persistence with depth", "rises toward later layers", _TOPO,
+       page="topology", measure="topology.persistence_late_minus_early", rule="above", params={"threshold": 0.0},
+       why="late-third minus early-third persistence > 0", null=U_NULL),
+    _C("E.bos_heads", "E", "App. E", "llama", "heads specialized on the BOS token", "100 %", _TOPO, page="topology",
+       measure="topology.first_token_heads", rule="at_least", params={"share": SHARE_ALL},
+       why="'100 %' read as at least 90 % of heads", null=U_NULL),
+    _C("E.betti1_zero", "E", "App. E", "llama", "Betti1", "0.00 at every layer", _TOPO, page="topology",
+       measure="topology.betti1_max", rule="below", params={"threshold": 0.005}, why="the paper prints 0.00",
+       null=U_NULL),
+    _C("E.concentration", "E", "App. E, Table 12", "llama", "sink concentration by layer", "77-89 %", _KL,
+       page="information_geometry", measure="information.concentration_layers", rule="within",
+       params={"low": 0.77 - PCT_TOL, "high": 0.96 + PCT_TOL},
+       why="every layer within the printed range (77 % to the 96 % maximum), +-5 points",
+       null=U_NULL, definition=CONCENTRATION_DEFINITION),
+    _C("E.concentration_max", "E", "App. E, Table 12", "llama", "maximum sink concentration", "96 % at layer 25",
+       _KL, page="information_geometry", measure="information.concentration_max", rule="within",
+       params=_near(0.96), why="+-5 points", null=U_NULL, definition=CONCENTRATION_DEFINITION),
+    _C("E.connectivity_peak", "E", "App. E, Table 10", "llama", "algebraic connectivity peaks in middle layers",
+       "1.01x-1.61x", _LAP, page="spectral_graphs", measure="spectral.lambda2_peak", rule="above",
+       params={"threshold": 0.0}, why="middle third minus max(early, late), averaged over thresholds, > 0",
+       null=DENSE_NULL, definition="min(middle/early, middle/late) of layer-mean Fiedler values, per threshold"),
+    _C("E.effective_thresholds", "E", "App. E, Table 10", "llama", "effective thresholds", "<= 0.05", _LAP,
+       page="spectral_graphs", measure="spectral.largest_effective_threshold", rule="below",
+       params={"threshold": 0.05 + 1e-9}, why="the largest threshold at which most layers' density is in [0.05, 0.95]",
+       null=DENSE_NULL),
+    _C("E.sign_flip", "E", "App. E, Table 11", "llama", "Fiedler-centralization correlation changes sign",
+       "near t = 0.2", _LAP, page="spectral_graphs", measure="spectral.flip_threshold", rule="flip_near",
+       params={"threshold": 0.2}, why="the flip must fall between the paper's thresholds around 0.2",
+       null=DENSE_NULL),
+    _C("E.kl_negative", "E", "App. E", "llama", "KL reduction", "negative in every region except layer 0", _KL,
+       page="information_geometry", measure="information.kl_max_layer_after_first", rule="below",
+       params={"threshold": 0.0}, why="every layer after layer 0 below 0", null=U_NULL, definition=KL_DEFINITION),
+    _C("E.kl_values", "E", "App. E", "llama", "KL reduction values", "-0.07 to -0.13", _KL,
+       page="information_geometry", measure="information.kl_mean_after_first", rule="within",
+       params={"low": -0.13, "high": -0.07}, why="the printed range", null=U_NULL, definition=KL_DEFINITION),
+    # --------------------------------------------------------------------------- F Qwen
+    _C("F.specialization", "F", "App. F, Table 15", "qwen", "head specialization", "36.6-65.4 %", _TOPO,
+       page="topology", measure="topology.first_token_heads", rule="within", params={"low": 0.366, "high": 0.654},
+       why="the printed range", null=U_NULL),
+    _C("F.persistence_falls", "F", "App. F", "qwen", "H0 persistence with depth", "decreases", _TOPO, page="topology",
+       measure="topology.persistence_late_minus_early", rule="below", params={"threshold": 0.0},
+       why="late-third minus early-third persistence < 0", null=U_NULL),
+    _C("F.instruct_integration", "F", "App. F", "qwen", "component integration, instruct vs base", "-9.27 vs -8.19",
+       _TOPO, untestable=("a Betti0 change the official code cannot produce for a decoder (Betti0 = min(n, 30) at "
+                          "every layer); needs both 7B models")),
+    _C("F.graph_peaks", "F", "App. F, Table 16", "qwen", "star-likeness, connectivity and centralization peaks",
+       "reported per threshold", _LAP, page="spectral_graphs", measure="spectral.lambda2_peak", rule="above",
+       params={"threshold": 0.0}, why="as E.connectivity_peak", null=DENSE_NULL),
+    _C("F.sign_flip", "F", "App. F, Table 17", "qwen", "Fiedler correlation changes sign", "near t = 0.05", _FIED,
+       page="spectral_graphs", measure="spectral.flip_threshold", rule="flip_near", params={"threshold": 0.05},
+       why="the printed location", null=DENSE_NULL,
+       definition="fiedler.ipynb ships 0.5 for 0.05, so this is not from its list as shipped"),
+    _C("F.kl_three_phase", "F", "App. F, Table 18", "qwen", "KL reduction by region",
+       "early +0.078 to +0.109, middle -0.026 to -0.051, late -0.008 to -0.018", _KL, page="information_geometry",
+       measure="information.kl_three_phase", rule="above", params={"threshold": 0.0},
+       why="signs only: min(early, -middle, -late) > 0", null=U_NULL, definition=KL_DEFINITION),
+    _C("F.kl_most_negative", "F", "App. F, Table 18", "qwen", "most negative KL reduction", "layer 5", _KL,
+       page="information_geometry", measure="information.kl_argmin_layer", rule="equals", params={"expected": 5},
+       why="the printed layer", null=U_NULL, definition=KL_DEFINITION),
+    _C("F.concentration", "F", "App. F, Table 18", "qwen", "sink concentration in layers 23-25", "84-92 %", _KL,
+       page="information_geometry", measure="information.concentration_max", rule="within",
+       params={"low": 0.84 - PCT_TOL, "high": 0.92 + PCT_TOL}, why="the printed range, +-5 points", null=U_NULL,
+       definition=CONCENTRATION_DEFINITION),
+    # --------------------------------------------------------------------------- G Gemma and Mistral
+    _C("G.gemma_betti1_zero", "G", "App. G, Table 21", "gemma", "Betti1", "0.00 at every layer", _TOPO,
+       page="topology", measure="topology.betti1_max", rule="below", params={"threshold": 0.005},
+       why="the paper prints 0.00", null=U_NULL),
+    _C("G.mistral_betti1_zero", "G", "App. G, Table 21", "mistral", "Betti1", "0.00 at every layer", _TOPO,
+       page="topology", measure="topology.betti1_max", rule="below", params={"threshold": 0.005},
+       why="the paper prints 0.00", null=U_NULL),
+    _C("G.gemma_bos_heads", "G", "App. G, Table 21", "gemma", "heads specialized on <bos>", "100 %", _TOPO,
+       page="topology", measure="topology.first_token_heads", rule="at_least", params={"share": SHARE_ALL},
+       why="'100 %' read as at least 90 % of heads", null=U_NULL),
+    _C("G.persistence", "G", "App. G, Table 21", "centralized", "H0 persistence with depth", "rises", _TOPO,
+       page="topology", measure="topology.persistence_late_minus_early", rule="above", params={"threshold": 0.0},
+       why="as E.persistence_rises", null=U_NULL),
+    _C("G.mistral_connectivity", "G", "App. G, Table 22", "mistral", "algebraic connectivity", "13.33", _LAP,
+       untestable="a Fiedler value that scales with sentence length (about n/2 for a decoder), not a model property",
+       definition=FIEDLER_DEFINITION),
+    _C("G.gemma_connectivity_falls", "G", "App. G, Table 22", "gemma", "algebraic connectivity, early -> late",
+       "13.05 -> 9.95", _LAP, page="spectral_graphs", measure="spectral.lambda2_late_minus_early", rule="below",
+       params={"threshold": 0.0}, why="direction only: late third minus early third < 0 (the values scale with n)",
+       null=DENSE_NULL, definition=FIEDLER_DEFINITION),
+    _C("G.mistral_corr_centralization", "G", "App. G, Table 24", "mistral",
+       "r(connectivity, degree centralization) across layers", "-0.9405", _LAP, page="spectral_graphs",
+       measure="spectral.r_fiedler_centralization", rule="below", params={"threshold": 0.0},
+       why="sign only", null=DENSE_NULL),
+    _C("G.mistral_corr_variance", "G", "App. G, Table 24", "mistral", "r(Fiedler, degree variance) across layers",
+       "0.9481", _LAP, page="spectral_graphs", measure="spectral.r_fiedler_degree_variance", rule="above",
+       params={"threshold": 0.0}, why="sign only", null=DENSE_NULL),
+    _C("G.star", "G", "App. G, Table 22", "gemma", "composite star-likeness", "above 0.53", _LAP,
+       page="spectral_graphs", measure="spectral.star_likeness", rule="above", params={"threshold": 0.53},
+       why="the printed bound", null=DENSE_NULL, definition="0.3 basic + 0.7 Gini of in-degrees (laplacian.ipynb)"),
+    _C("G.gemma_kl_u", "G", "App. G, Table 23", "gemma", "KL reduction profile", "U-shaped", _KL,
+       page="information_geometry", measure="information.kl_u_contrast", rule="above", params={"threshold": 0.0},
+       why="min(early, late) minus middle > 0", null=U_NULL, definition=KL_DEFINITION),
+    _C("G.mistral_kl_u", "G", "App. G, Table 23", "mistral", "KL reduction profile", "U-shaped", _KL,
+       page="information_geometry", measure="information.kl_u_contrast", rule="above", params={"threshold": 0.0},
+       why="as G.gemma_kl_u", null=U_NULL, definition=KL_DEFINITION),
+    _C("G.gemma_concentration", "G", "App. G, Table 23", "gemma", "sink concentration by layer",
+       "73.59 % to 80.75 %", _KL, page="information_geometry", measure="information.concentration_layers",
+       rule="within", params={"low": 0.7359 - PCT_TOL, "high": 0.9157 + PCT_TOL},
+       why="every layer within the printed range (to the 91.57 % maximum), +-5 points", null=U_NULL,
+       definition=CONCENTRATION_DEFINITION),
+    _C("G.gemma_concentration_max", "G", "App. G, Table 23", "gemma", "maximum sink concentration",
+       "91.57 % at layer 21", _KL, page="information_geometry", measure="information.concentration_max",
+       rule="within", params=_near(0.9157), why="+-5 points", null=U_NULL, definition=CONCENTRATION_DEFINITION),
+    _C("G.mistral_concentration_max", "G", "App. G, Table 23", "mistral", "maximum sink concentration",
+       "95.44 % at layer 21", _KL, page="information_geometry", measure="information.concentration_max",
+       rule="within", params=_near(0.9544), why="+-5 points", null=U_NULL, definition=CONCENTRATION_DEFINITION),
+    # --------------------------------------------------------------------------- H encoders
+    _C("H.bert_betti1", "H", "App. H, Table 27", "bert", "Betti1, falling with depth", "15.40, decreasing", _TOPO,
+       page="topology", measure="topology.betti1_late_minus_early", rule="below", params={"threshold": 0.0},
+       why="direction only: late third minus early third < 0", null=U_NULL),
+    _C("H.xlmr_betti1", "H", "App. H, Table 27", "xlm-roberta", "Betti1, falling with depth",
+       "19.69; 22.68 -> 1.69", _TOPO, page="topology", measure="topology.betti1_late_minus_early", rule="below",
+       params={"threshold": 0.0}, why="as H.bert_betti1", null=U_NULL,
+       definition="22.68 -> 1.69 matches Betti0 in the official Results_sample"),
+    _C("H.end_tokens", "H", "App. H", "bidirectional", "heads specialized on the beginning and end tokens",
+       "beginning and end", _TOPO, page="topology", measure="topology.end_anchor_heads", rule="at_least",
+       params={"share": 0.1}, why="each end anchors at least 10 % of heads (the smaller share is tested)",
+       null=U_NULL),
+    _C("H.connectivity_u", "H", "App. H, Table 28", "bidirectional", "algebraic connectivity over depth",
+       "U-shaped", _LAP, page="spectral_graphs", measure="spectral.lambda2_dip", rule="above",
+       params={"threshold": 0.0}, why="as 5.3.connectivity_u", null=DENSE_NULL),
+    _C("H.star", "H", "App. H, Table 28", "bidirectional", "composite star-likeness", "0.33-0.39", _LAP,
+       page="spectral_graphs", measure="spectral.star_likeness", rule="within", params={"low": 0.33, "high": 0.39},
+       why="the printed range", null=DENSE_NULL),
+    _C("H.bert_centralization", "H", "App. H, Table 28", "bert", "degree centralization", "0.1579", _LAP,
+       page="spectral_graphs", measure="spectral.centralization", rule="within", params=_near(0.1579),
+       why="+-0.05", null=DENSE_NULL, definition="laplacian.ipynb, in-degrees with self-loops"),
+    _C("H.xlmr_centralization", "H", "App. H, Table 28", "xlm-roberta", "degree centralization", "0.1274", _LAP,
+       page="spectral_graphs", measure="spectral.centralization", rule="within", params=_near(0.1274),
+       why="+-0.05", null=DENSE_NULL, definition="laplacian.ipynb, in-degrees with self-loops"),
+    _C("H.bert_connectivity", "H", "App. H, Table 28", "bert", "algebraic connectivity, early -> late",
+       "46.69 -> 23.79", _LAP, page="spectral_graphs", measure="spectral.lambda2_late_minus_early", rule="below",
+       params={"threshold": 0.0}, why="direction only (the values scale with n)", null=DENSE_NULL,
+       definition=FIEDLER_DEFINITION),
+    _C("H.xlmr_connectivity", "H", "App. H, Table 28", "xlm-roberta", "algebraic connectivity, early -> late",
+       "38.27 -> 31.25", _LAP, page="spectral_graphs", measure="spectral.lambda2_late_minus_early", rule="below",
+       params={"threshold": 0.0}, why="direction only", null=DENSE_NULL, definition=FIEDLER_DEFINITION),
+    _C("H.bert_kl_first", "H", "App. H", "bert", "first layer's KL reduction", "+0.0392", _KL,
+       page="information_geometry", measure="information.kl_first_layer", rule="above", params={"threshold": 0.0},
+       why="sign of the first layer's reduction", null=U_NULL, definition=KL_DEFINITION),
+    _C("H.xlmr_kl_first", "H", "App. H", "xlm-roberta", "first layer's KL reduction", "+0.0635", _KL,
+       page="information_geometry", measure="information.kl_first_layer", rule="above", params={"threshold": 0.0},
+       why="sign of the first layer's reduction", null=U_NULL, definition=KL_DEFINITION),
+    _C("H.kl_u", "H", "App. H", "bidirectional", "KL reduction profile", "U-shaped", _KL,
+       page="information_geometry", measure="information.kl_u_contrast", rule="above", params={"threshold": 0.0},
+       why="min(early, late) minus middle > 0", null=U_NULL, definition=KL_DEFINITION),
+    _C("H.bert_concentration", "H", "App. H", "bert", "sink concentration", "32.07 %", _KL,
+       untestable="one number without the layer(s) it summarizes, so no like-for-like quantity can be fixed",
+       definition=CONCENTRATION_DEFINITION),
+    _C("H.xlmr_concentration", "H", "App. H", "xlm-roberta", "sink concentration", "28.19 %", _KL,
+       untestable="as H.bert_concentration", definition=CONCENTRATION_DEFINITION),
+    # --------------------------------------------------------------------------- I Phi
+    _C("I.kl_early_late", "I", "App. I, Table 30", "phi", "KL reduction, early -> late", "+0.1416 -> -0.2787", _KL,
+       page="information_geometry", measure="information.kl_early_positive_late_negative", rule="above",
+       params={"threshold": 0.0}, why="signs only: min(early, -late) > 0", null=U_NULL, definition=KL_DEFINITION),
+    _C("I.concentration_first", "I", "App. I, Table 30", "phi", "sink concentration at layer 0", "35.23 %", _KL,
+       page="information_geometry", measure="information.concentration_first_layer", rule="within",
+       params=_near(0.3523), why="+-5 points", null=U_NULL, definition=CONCENTRATION_DEFINITION),
+    _C("I.concentration_max", "I", "App. I, Table 30", "phi", "maximum sink concentration", "97.19 %", _KL,
+       page="information_geometry", measure="information.concentration_max", rule="within", params=_near(0.9719),
+       why="+-5 points", null=U_NULL, definition=CONCENTRATION_DEFINITION),
+    _C("I.fisher_groups", "I", "App. I, Table 31", "phi", "Fisher share of attention vs MLP", "37.4 % vs 32.7 %",
+       _FISH, page="information_geometry", measure="information.fisher_attention_share", rule="within",
+       params=_near(0.374), why="+-5 points", null=EQUAL_FISHER, definition=FISHER_DEFINITION),
+    _C("I.fisher_late", "I", "App. I, Table 31", "phi", "Fisher share of layers 29-31", "49.6 %", _FISH,
+       page="information_geometry", measure="information.fisher_last3_share", rule="within", params=_near(0.496),
+       why="+-5 points", null=EQUAL_FISHER, definition=FISHER_DEFINITION),
+    _C("I.corr_flip", "I", "App. I", "phi", "Fiedler correlation across thresholds", "-0.4518 at 0.001 -> +0.6009 at 0.1",
+       _LAP, page="spectral_graphs", measure="spectral.flip_threshold", rule="flip_near", params={"threshold": 0.1},
+       why="a sign change between 0.001 and 0.1 (the printed endpoints)", null=DENSE_NULL,
+       definition="kind of correlation not stated"),
+    _C("I.betti0", "I", "App. I", "phi", "Betti0 by layer", "0.0 (layer 0) to 25.99 (layer 31)", _TOPO,
+       untestable="0.0 is what the official report prints for a layer without data, so the range is an artefact"),
+    # --------------------------------------------------------------------------- J Pythia
+    _C("J.persistence_change", "J", "App. J, Table 35", "pythia", "persistence change", "-0.1065 to -0.1671", _TOPO,
+       page="topology", measure="topology.persistence_late_minus_early", rule="below", params={"threshold": 0.0},
+       why="sign only", null=U_NULL),
+    _C("J.betti0", "J", "App. J", "pythia", "Betti0", "about 25.7", _TOPO,
+       untestable="min(tokens, 30) for any decoder under the official code: a sentence-length statistic"),
+    _C("J.betti1_zero", "J", "App. J", "pythia", "Betti1", "0", _TOPO, page="topology", measure="topology.betti1_max",
+       rule="below", params={"threshold": 0.005}, why="the paper prints 0", null=U_NULL),
+    _C("J.attention_std", "J", "App. J", "pythia", "attention std", "0.1342-0.1471", _TOPO,
+       untestable="a dispersion of the head-averaged matrix that depends on sentence length; no Pythia model installs "
+                  "offline (the family appendix will show it)"),
+    _C("J.the_specialization", "J", "App. J", "pythia", "heads specialized on the token 'the'", "31.0 % to 42.2 %",
+       _TOPO, untestable="needs Pythia from the hub; the family appendix will test it"),
+    _C("J.specialized_heads", "J", "App. J", "pythia", "specialized heads", "1 -> 4", _TOPO,
+       untestable="as J.the_specialization"),
+)
+
+CLAIMS_BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}
+
+
+def claims_for(family: str, frame: str, causal: bool, page: str | None = None) -> list[Claim]:
+    """The claims a model of ``family`` (paper frame ``frame``) is tested against, optionally on one page."""
+    return [c for c in CLAIMS if c.applies_to(family, frame, causal) and (page is None or c.page == page)]
+
+
+CLAIM_COLUMNS = ["id", "section", "where", "subject", "quantity", "printed", "notebook", "definition"]
+
+
+def claims_table(page: str | None = None, subjects: list[str] | None = None) -> pd.DataFrame:
+    """The paper's claims as a table, optionally those a page tests and those about some subjects
+    (claims about ``all`` always stay)."""
+    rows = [
+        {k: getattr(c, k) for k in CLAIM_COLUMNS}
+        for c in CLAIMS
+        if (page is None or c.page == page) and (subjects is None or c.subject in subjects or c.subject == "all")
+    ]
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
+def subjects_of(families: list[str]) -> list[str]:
+    """The subjects whose claims concern models of these families: the families and their frame types."""
+    frames = [FRAME_BY_FAMILY[f] for f in families if f in FRAME_BY_FAMILY]
+    causal = any(f not in ("bert", "xlm-roberta") for f in families)
+    encoders = any(f in ("bert", "xlm-roberta") for f in families)
+    return [*families, *frames, *(["decoders"] if causal else []), *(["encoders"] if encoders else [])]
+
+
+def _page_table(page: str, families: list[str] | None) -> pd.DataFrame:
+    return claims_table(page, subjects_of(families) if families is not None else None)
 
 
 def sink_claims(families: list[str] | None = None) -> pd.DataFrame:
-    """The paper's sink and frame claims, optionally for some families only."""
-    return claims_table(SINK_CLAIMS, families)
-
-
-# ----------------------------------------------------------------------------- spectral graphs (Sec. 4-5, App. E-J)
-
-SPECTRAL_CLAIMS: list[Reported] = [
-    Reported(
-        "llama",
-        "algebraic connectivity peaks in middle layers",
-        "1.01x-1.61x",
-        "App. E, Table 10",
-        "laplacian.ipynb: min(middle/early, middle/late) of layer-mean Fiedler values on trend lists, per threshold",
-    ),
-    Reported(
-        "llama",
-        "effective thresholds",
-        "<= 0.05",
-        "App. E, Table 10",
-        "laplacian.ipynb: share of layers whose mean density sum(B)/n^2 lies in [0.05, 0.95]",
-    ),
-    Reported(
-        "llama",
-        "Fiedler-centralization correlation changes sign",
-        "near t = 0.2",
-        "App. E, Table 11",
-        "across-layer (laplacian.ipynb) or across-sample (fiedler.ipynb) Pearson; ambiguous",
-    ),
-    Reported(
-        "qwen",
-        "Fiedler correlation changes sign",
-        "near t = 0.05",
-        "App. F, Table 17",
-        "fiedler.ipynb ships 0.5 instead of 0.05, so not from its list as shipped",
-    ),
-    Reported(
-        "mistral",
-        "algebraic connectivity",
-        "13.33",
-        "App. G, Table 22",
-        "laplacian.ipynb Fiedler value; scales with n (about n/2 at low t for a decoder)",
-    ),
-    Reported(
-        "mistral",
-        "r(connectivity, degree centralization)",
-        "-0.9405",
-        "App. G, Table 24",
-        "across-layer Pearson of layer means",
-    ),
-    Reported(
-        "mistral", "r(Fiedler, degree variance)", "0.9481", "App. G, Table 24", "across-layer Pearson of layer means"
-    ),
-    Reported(
-        "gemma",
-        "algebraic connectivity",
-        "13.05 -> 9.95",
-        "App. G, Table 22",
-        "laplacian.ipynb Fiedler value, early -> late",
-    ),
-    Reported(
-        "gemma", "star-likeness", "above 0.53", "App. G, Table 22", "laplacian.ipynb composite 0.3 basic + 0.7 Gini"
-    ),
-    Reported(
-        "phi",
-        "Fiedler correlation across thresholds",
-        "-0.4518 at 0.001 -> +0.6009 at 0.1",
-        "App. I",
-        "Pearson; kind not stated",
-    ),
-    Reported(
-        "bert",
-        "algebraic connectivity",
-        "46.69 -> 23.79 (U-shaped)",
-        "App. H, Table 28",
-        "laplacian.ipynb Fiedler value; about n at low t for an encoder",
-    ),
-    Reported("bert", "star-likeness", "0.33-0.39", "App. H, Table 28", "laplacian.ipynb composite"),
-    Reported(
-        "bert", "degree centralization", "0.1579", "App. H, Table 28", "laplacian.ipynb, in-degrees with self-loops"
-    ),
-    Reported(
-        "xlm-roberta", "algebraic connectivity", "38.27 -> 31.25", "App. H, Table 28", "laplacian.ipynb Fiedler value"
-    ),
-    Reported("xlm-roberta", "degree centralization", "0.1274", "App. H, Table 28", "laplacian.ipynb"),
-]
+    """The claims chapter 1 (reference frames) tests."""
+    return _page_table("reference_frames", families)
 
 
 def spectral_claims(families: list[str] | None = None) -> pd.DataFrame:
-    """The paper's threshold-graph claims, optionally for some families only."""
-    return claims_table(SPECTRAL_CLAIMS, families)
-
-
-# =============================================================================
-# Topology (paper sections 4, 5.1-5.3, appendices E-J) and the official Results_sample/ runs
-# =============================================================================
-
-TOPOLOGY_CLAIMS: list[Reported] = [
-    Reported(
-        "llama",
-        "Betti0 across layers",
-        "stable",
-        "App. E",
-        "number of H0 diagram points of ripser on 1 - A (official topology notebook)",
-    ),
-    Reported(
-        "llama",
-        "persistence",
-        "rises toward later layers",
-        "App. E",
-        "mean H0 bar length on 1 - A (= self-attention for decoders)",
-    ),
-    Reported(
-        "llama",
-        "heads specialized on the BOS token",
-        "100 %",
-        "App. E",
-        "string of the column-mean argmax, consistency over samples",
-    ),
-    Reported("llama", "Betti1", "0.00 at every layer", "App. E, G, J", "number of H1 diagram points"),
-    Reported("gemma", "Betti1", "0.00 at every layer", "App. G", "number of H1 diagram points"),
-    Reported("gemma", "heads specialized on <bos>", "100 %", "App. G", "string of the column-mean argmax"),
-    Reported("mistral", "Betti1", "0.00 at every layer", "App. G", "number of H1 diagram points"),
-    Reported("qwen", "head specialization", "36.6-65.4 %", "App. F", "string of the column-mean argmax"),
-    Reported("qwen", "persistence", "decreases with depth", "App. F", "mean H0 bar length"),
-    Reported(
-        "qwen",
-        "component integration, instruct vs base",
-        "-9.27 vs -8.19",
-        "App. F",
-        "Betti0 change (cannot arise from the official code for a decoder)",
-    ),
-    Reported("bert", "Betti1", "15.40, decreasing with depth", "App. H", "number of H1 diagram points"),
-    Reported("bert", "specialization", "beginning and end tokens", "App. H", "string of the column-mean argmax"),
-    Reported(
-        "xlm-roberta",
-        "Betti1",
-        "19.69; falls from 22.68 to 1.69",
-        "App. H",
-        "number of H1 diagram points (22.68 -> 1.69 matches Betti0 in Results_sample)",
-    ),
-    Reported(
-        "phi",
-        "Betti0",
-        "0.0 (layer 0) to 25.99 (layer 31)",
-        "App. I",
-        "0.0 is what the report prints for a layer with no data",
-    ),
-    Reported(
-        "pythia", "Betti0", "about 25.7", "App. J", "number of H0 diagram points (= min(tokens, 30) for decoders)"
-    ),
-    Reported("pythia", "Betti1", "0", "App. J", "number of H1 diagram points"),
-    Reported("pythia", "attention std", "0.1342-0.1471", "App. J", "std of the head-averaged matrix"),
-    Reported("pythia", "persistence change", "-0.1065 to -0.1671", "App. J", "change of mean H0 bar length"),
-    Reported(
-        "pythia",
-        "specialization on 'Ġthe'",
-        "31.0 % to 42.2 %; specialized heads 1 -> 4",
-        "App. J",
-        "string of the column-mean argmax",
-    ),
-]
+    """The claims chapter 4 (spectral graphs) tests."""
+    return _page_table("spectral_graphs", families)
 
 
 def topology_claims(families: list[str] | None = None) -> pd.DataFrame:
-    """The paper's topology claims, optionally for some families only."""
-    return claims_table(TOPOLOGY_CLAIMS, families)
+    """The claims chapter 3 (topology) tests."""
+    return _page_table("topology", families)
 
 
-# ---------------------------------------------------------------------------------------------
-# Sink geometry and value space (Sec. 3.3-3.4, Sec. 5.4, App. C.2)
+def information_claims(families: list[str] | None = None) -> pd.DataFrame:
+    """The claims chapter 5 (information geometry) tests."""
+    return _page_table("information_geometry", families)
 
-VALUE_SPACE_CLAIMS: list[Reported] = [
-    Reported(
-        "all",
-        "sink key",
-        "small key norm, high cosine to the queries",
-        "Sec. 3.3",
-        "qualitative; no official notebook computes key norms or query-key cosines",
-    ),
-    Reported(
-        "all",
-        "standard RoPE and the first position",
-        "position 0 gets the identity rotation, so it becomes the centralized sink",
-        "Sec. 3.4",
-        "qualitative",
-    ),
-    Reported(
-        "all",
-        "attention entropy",
-        "decreases with depth",
-        "Sec. 5.4, App. C.2",
-        "official attention_value: entropy of head-averaged rows, entries > 1.19e-5 renormalized",
-    ),
-    Reported(
-        "llama",
-        "transformation magnitude",
-        "81.61-fold increase (centralized)",
-        "Sec. 5.4, App. C.2",
-        "official: last-layer minus first-layer mean |X^{l+1} - X^l| on hidden states (a difference; ratio x34.2)",
-    ),
-    Reported(
-        "qwen",
-        "transformation magnitude",
-        "206.33-fold increase (distributed)",
-        "Sec. 5.4, App. C.2",
-        "same difference (ratio x14.8)",
-    ),
-    Reported(
-        "xlm-roberta",
-        "transformation magnitude",
-        "4.08-fold increase (bidirectional)",
-        "Sec. 5.4, App. C.2",
-        "same difference (ratio x1.21)",
-    ),
-    Reported(
-        "all",
-        "geometric-semantic alignment",
-        "becomes negative in deeper layers",
-        "Sec. 5.4, App. C.2",
-        "official: Pearson of head-averaged attention and hidden-state cosine over all pairs i != j",
-    ),
-    Reported(
-        "llama", "reference tokens per sample", "1.0006 (centralized)", "App. C.2", "official reference_point rule"
-    ),
-    Reported("qwen", "reference tokens per sample", "1.23 (distributed)", "App. C.2", "official reference_point rule"),
-    Reported(
-        "bert", "reference tokens per sample", "1.58 (bidirectional)", "App. C.2", "official reference_point rule"
-    ),
-]
 
-#: mean reference tokens per sample by frame type (App. C.2)
-REFERENCE_COUNTS: dict[str, float] = {"centralized": 1.0006, "distributed": 1.23, "bidirectional": 1.58}
+def value_space_claims() -> pd.DataFrame:
+    """The claims chapter 6 (sink geometry and value space) tests."""
+    return claims_table("sink_geometry_values")
+
+
+#: mean reference tokens per sample by frame type (App. C.2), from the registry
+REFERENCE_COUNTS: dict[str, float] = {
+    c.subject: float(c.printed) for c in CLAIMS if c.id.startswith("C.2.refs_")
+}
 
 #: first- and last-layer mean transformation magnitude of the official reports (spec section 10.4)
 #: and the number the paper prints as "fold": (frame, model, first, last, printed fold)
@@ -332,11 +514,6 @@ MAGNITUDE_FOLDS: list[tuple[str, str, float, float, float]] = [
     ("distributed", "Qwen/Qwen2.5-7B", 14.9950, 221.3231, 206.33),
     ("bidirectional", "FacebookAI/xlm-roberta-large", 19.7318, 23.8098, 4.08),
 ]
-
-
-def value_space_claims() -> pd.DataFrame:
-    """The paper's sink-geometry and value-space claims."""
-    return claims_table(VALUE_SPACE_CLAIMS)
 
 
 def reference_count_by_frame() -> dict[str, float]:
@@ -358,120 +535,3 @@ def magnitude_folds() -> pd.DataFrame:
         for f, m, a, b, fold in MAGNITUDE_FOLDS
     ]
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------------------------
-# Information geometry (sections 5.1-5.3, appendices C, E-J): KL change on sink removal, sink
-# concentration and Fisher information, as the paper reports them.
-
-KL_DEFINITION = "official KL notebook: inter-head divergence before minus after removing percentile sinks, 20 rows"
-CONCENTRATION_DEFINITION = "attention mass of heads 0-3 on percentile sinks (official KL notebook)"
-FISHER_DEFINITION = "squared gradient norms of the LM loss per layer (official fisher notebook, pads in the loss)"
-
-INFORMATION_CLAIMS: list[Reported] = [
-    Reported("llama", "KL reduction profile", "negative throughout (centralized frame)", "Sec. 5.1", KL_DEFINITION),
-    Reported("llama", "KL reduction values", "-0.07 to -0.13", "App. E", KL_DEFINITION),
-    Reported("llama", "sink concentration", "77-89 %, 96 % at layer 25", "App. E", CONCENTRATION_DEFINITION),
-    Reported(
-        "llama",
-        "Fisher information in early layers",
-        "about 60 %",
-        "Sec. 5.1",
-        FISHER_DEFINITION + "; share derived by hand",
-    ),
-    Reported("gemma", "KL reduction profile", "U-shaped", "App. G", KL_DEFINITION),
-    Reported(
-        "gemma", "sink concentration", "73.59 % to 80.75 %, max 95.44 % at layer 21", "App. G", CONCENTRATION_DEFINITION
-    ),
-    Reported("mistral", "KL reduction profile", "U-shaped", "App. G", KL_DEFINITION),
-    Reported("mistral", "sink concentration", "max 91.57 % at layer 21", "App. G", CONCENTRATION_DEFINITION),
-    Reported(
-        "qwen",
-        "KL reduction profile",
-        "three phases: early +0.078 to +0.109, middle -0.026 to -0.051, late -0.008 to -0.018",
-        "Sec. 5.2, App. F",
-        KL_DEFINITION + "; regions derived by hand",
-    ),
-    Reported("qwen", "most negative KL reduction", "layer 5", "App. F", KL_DEFINITION),
-    Reported("qwen", "sink concentration", "84-92 % in layers 23-25", "App. F", CONCENTRATION_DEFINITION),
-    Reported(
-        "qwen", "Fisher information by layer", "multiple peaks (distributed frame)", "Sec. 5.2", FISHER_DEFINITION
-    ),
-    Reported("phi", "KL reduction values", "+0.1416 (early) to -0.2787 (late)", "App. I", KL_DEFINITION),
-    Reported("phi", "sink concentration", "35.23 % (layer 0) to 97.19 %", "App. I", CONCENTRATION_DEFINITION),
-    Reported(
-        "phi",
-        "Fisher by parameter group",
-        "37.4 % attention, 32.7 % MLP; layers 29-31 hold 49.6 %",
-        "App. I",
-        FISHER_DEFINITION,
-    ),
-    Reported(
-        "bert", "KL reduction", "+0.0392; U-shaped profile (bidirectional frame)", "Sec. 5.3, App. H", KL_DEFINITION
-    ),
-    Reported("bert", "sink concentration", "32.07 %", "App. H", CONCENTRATION_DEFINITION),
-    Reported(
-        "bert",
-        "Fisher information by layer",
-        "peaks in the middle layers (encoders)",
-        "Sec. 5.3",
-        FISHER_DEFINITION + "; masked-LM loss",
-    ),
-    Reported("xlm-roberta", "KL reduction", "+0.0635; U-shaped profile", "Sec. 5.3, App. H", KL_DEFINITION),
-    Reported("xlm-roberta", "sink concentration", "28.19 %", "App. H", CONCENTRATION_DEFINITION),
-    Reported(
-        "all", "sink concentration (range over models)", "77-97 % for decoders", "Sec. 5", CONCENTRATION_DEFINITION
-    ),
-    Reported(
-        "all",
-        "effect of removing the sink on the model's outputs",
-        "argued to hurt; not measured",
-        "Sec. 1, 5",
-        "no ablation of model outputs in the official code",
-    ),
-]
-
-
-def information_claims(families: list[str] | None = None) -> pd.DataFrame:
-    """The paper's KL, sink-concentration and Fisher claims, optionally for some families only
-    (claims about all models are always included)."""
-    return claims_table(INFORMATION_CLAIMS, families)
-
-
-#: the paper's sink-concentration values as numeric ranges (fractions) per family, for verdicts;
-#: single values get +-0.10 around them
-CONCENTRATION_RANGES: dict[str, tuple[float, float]] = {
-    "llama": (0.77, 0.96),
-    "gemma": (0.7359, 0.9544),
-    "mistral": (0.7359, 0.9157),
-    "qwen": (0.84, 0.92),
-    "phi": (0.3523, 0.9719),
-    "bert": (0.2207, 0.4207),
-    "xlm-roberta": (0.1819, 0.3819),
-}
-
-#: the KL-reduction profile shape the paper reports per family
-KL_SHAPES: dict[str, str] = {
-    "llama": "negative",
-    "gemma": "u_shaped",
-    "mistral": "u_shaped",
-    "qwen": "three_phase",
-    "phi": "decreasing",
-    "bert": "u_shaped",
-    "xlm-roberta": "u_shaped",
-}
-
-#: where the paper puts the Fisher information per family: "early" (about 60 % in the early
-#: layers), "middle" (peaks in the middle layers) or "multiple" (several peaks)
-FISHER_SHAPES: dict[str, str] = {
-    "llama": "early",
-    "gemma": "early",
-    "mistral": "early",
-    "qwen": "multiple",
-    "phi": "multiple",
-    "bert": "middle",
-    "xlm-roberta": "middle",
-}
-
-#: the sign of the mean KL reduction the paper reports per family (+1 positive, -1 negative)
-KL_SIGNS: dict[str, int] = {"llama": -1, "phi": -1, "bert": 1, "xlm-roberta": 1}

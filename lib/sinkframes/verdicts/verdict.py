@@ -1,0 +1,140 @@
+"""Verdicts as data: the estimate behind a decision, the null's, and the status both give.
+
+Two questions per claim and model: **reproduced?** (the authors' computation, ``faithful`` mode) and
+**holds?** (the corrected computation). The status vocabulary is :data:`STATUSES`; one function
+(:func:`verdict_table`) renders any list of verdicts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+SUPPORTED, NOT_SUPPORTED, NOT_DIAGNOSTIC = "supported", "not supported", "not diagnostic"
+INCONCLUSIVE, NOT_EVALUATED = "inconclusive", "not evaluated"
+#: every status a verdict can take, in the order the scorecard counts them
+STATUSES = (SUPPORTED, NOT_SUPPORTED, NOT_DIAGNOSTIC, INCONCLUSIVE, NOT_EVALUATED)
+#: the two questions, and the mode that answers each
+QUESTIONS = {"reproduced": "faithful", "holds": "corrected"}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A measured quantity with the interval a rule decides on.
+
+    ``value`` is a number or a category; ``low``/``high`` bound it (``interval`` says what they are:
+    a 95 % bootstrap interval over sentences, a range over layers, or none for a population value);
+    ``undetermined`` marks an estimate the data cannot pin down (a rule then says inconclusive).
+    """
+
+    value: float | str
+    low: float | None = None
+    high: float | None = None
+    n: int = 0
+    interval: str = ""
+    detail: str = ""
+    undetermined: bool = False
+
+    def bounds(self) -> tuple[float, float]:
+        """``(low, high)``; a point value without interval is its own bound."""
+        v = float(self.value) if not isinstance(self.value, str) else math.nan
+        lo = v if self.low is None else float(self.low)
+        hi = v if self.high is None else float(self.high)
+        return lo, hi
+
+    def text(self) -> str:
+        """``value [low, high]`` with three significant decimals, or the category."""
+        if isinstance(self.value, str):
+            return self.value
+        if self.low is None or self.high is None or (self.low == self.high == self.value):
+            return _num(self.value)
+        return f"{_num(self.value)} [{_num(self.low)}, {_num(self.high)}]"
+
+
+def _num(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "undefined"
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One claim, one model, one question: the status and everything behind it."""
+
+    claim: str
+    model: str
+    question: str  # "reproduced" or "holds"
+    status: str
+    estimate: Estimate | None = None
+    null: Estimate | None = None
+    null_status: str = ""
+    reason: str = ""
+    test: str = ""  # the rule as applied, e.g. "95 % interval above 0"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}; use one of {STATUSES}")
+        if self.question not in QUESTIONS:
+            raise ValueError(f"unknown question {self.question!r}; use one of {tuple(QUESTIONS)}")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Verdict:
+        est = Estimate(**d["estimate"]) if d.get("estimate") else None
+        null = Estimate(**d["null"]) if d.get("null") else None
+        return cls(**{**d, "estimate": est, "null": null})
+
+
+def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
+    """One row per claim and model, the two questions side by side (the one rendering of verdicts)."""
+    from ..paper import CLAIMS_BY_ID
+
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for v in verdicts:
+        c = CLAIMS_BY_ID[v.claim]
+        row = rows.setdefault((v.claim, v.model), {
+            "claim": v.claim, "model": v.model, "quantity": c.quantity, "paper": c.printed,
+        })
+        row[f"{v.question}?"] = v.status
+        row[f"{v.question}: ours"] = v.estimate.text() if v.estimate else ""
+        row[f"{v.question}: null"] = (f"{v.null.text()} ({v.null_status})" if v.null else "")
+        row[f"{v.question}: rule"] = v.test or v.reason
+    cols = ["claim", "model", "quantity", "paper"]
+    for q in QUESTIONS:
+        cols += [f"{q}?", f"{q}: ours", f"{q}: null", f"{q}: rule"]
+    return pd.DataFrame(list(rows.values())).reindex(columns=cols).fillna("")
+
+
+def verdict_lines(verdicts: list[Verdict]) -> str:
+    """Markdown bullets: per claim and model, both answers with the numbers behind them."""
+    from ..paper import CLAIMS_BY_ID
+
+    by: dict[tuple[str, str], dict[str, Verdict]] = {}
+    for v in verdicts:
+        by.setdefault((v.claim, v.model), {})[v.question] = v
+    lines = []
+    for (cid, model), qs in by.items():
+        c = CLAIMS_BY_ID[cid]
+        parts = []
+        for q in QUESTIONS:
+            v = qs.get(q)
+            if v is None:
+                continue
+            body = f"{q}? **{v.status}**"
+            if v.estimate is not None:
+                body += f": ours {v.estimate.text()}"
+                if v.estimate.interval:
+                    body += f" ({v.estimate.interval}, n = {v.estimate.n})"
+            if v.null is not None:
+                body += f"; null {v.null.text()} ({v.null_status})"
+            if v.reason:
+                body += f"; {v.reason}"
+            parts.append(body)
+        lines.append(f"- `{model}`, {c.id} ({c.quantity}; paper: {c.printed}): " + ". ".join(parts) + ".")
+    return "\n".join(lines)
