@@ -152,12 +152,23 @@ def test_page_comparison_sees_a_changed_number_and_ignores_figures(tmp_path):
     assert compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "c.ipynb") == []
 
 
+@pytest.fixture(scope="module")
+def smoke_dir(tmp_path_factory):
+    """One folder for every smoke page, so the scorecard (run last) reads the verdicts the others saved."""
+    return tmp_path_factory.mktemp("smoke")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("page", M.pages, ids=lambda p: p.id)
-def test_smoke_run_of_every_template(page, tmp_path):
-    out = batch.run_page(page, "smoke", ROOT, tmp_path)
+@pytest.mark.parametrize("page", sorted(M.pages, key=lambda p: p.run_last), ids=lambda p: p.id)
+def test_smoke_run_of_every_template(page, smoke_dir):
+    out = batch.run_page(page, "smoke", ROOT, smoke_dir)
     assert out.exists() and batch.has_error_output(out) == []
-    assert not list(tmp_path.glob(".*.running.ipynb"))
+    assert not list(smoke_dir.glob(".*.running.ipynb"))
+    if page.run_last:  # the section pages ran before and saved their verdicts beside their copies
+        saved = sorted(p.stem for p in (smoke_dir / "verdicts").glob("*.json"))
+        assert saved == sorted(p.id for p in M.pages if not p.run_last)
+    else:
+        assert (smoke_dir / "verdicts" / f"{page.id}.json").exists()
 
 
 def test_failed_page_is_reported_and_leaves_nothing(tmp_path, monkeypatch, capsys):

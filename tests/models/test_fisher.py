@@ -134,8 +134,8 @@ def test_encoder_fisher_uses_the_masked_lm_head_when_the_checkpoint_has_one(tmp_
 
 @pytest.mark.parametrize("ref", ["tiny:llama", "tiny:bert"])
 def test_information_analysis_runs_every_suite_through_the_cache(ref):
+    from sinkframes import verdicts
     from sinkframes.analyses import information as info
-    from sinkframes.report import information as information_report
 
     texts = corpus.sample_sentences(4, seed=1)["text"].tolist()
     (r,) = info.analyse([ref], texts, n_output=3, n_fisher=2, seed=0, batch_size=2, device="cpu", progress=False)
@@ -149,7 +149,8 @@ def test_information_analysis_runs_every_suite_through_the_cache(ref):
     assert again.from_cache
     pd.testing.assert_frame_equal(info.fisher_table([again]), info.fisher_table([r]))
     pd.testing.assert_frame_equal(info.output_table([again]), info.output_table([r]))
-    assert information_report.information_verdicts([r]) == information_report.information_verdicts([again])
+    pd.testing.assert_frame_equal(verdicts.verdict_table(verdicts.evaluate([r])),
+                                  verdicts.verdict_table(verdicts.evaluate([again])))
 
 
 def test_faithful_and_corrected_norms_agree_up_to_rounding_and_mode_is_checked():

@@ -80,12 +80,22 @@ def test_tables_report_difference_and_ratio():
     assert g["layers with |k0| < mean |k_j|"] == "2 / 3"
 
 
-def test_statements_follow_the_numbers():
-    mg = gv.from_summaries(RECORD, [_summary(1.0)])
-    text = gv_report.claims_markdown([mg])
-    assert "shorter than the mean other key in 2 of 3 layers" in text and "-> supported" in text
+def test_notes_and_verdicts_follow_the_numbers():
+    from sinkframes import verdicts
+
+    mg = gv.from_summaries({**RECORD, "family": "llama", "n_heads": 2}, [_summary(1.0), _summary(1.0)])
+    text = gv_report.value_notes([mg])
+    assert "shorter than the mean other key in 2 of 3 layers" in text and "supported" not in text
     assert "entropy 2.00 -> 1.00 (falls)" in text and "ratio x4.00; rises" in text and "ends negative" in text
-    assert "against the paper's 1.0006 for centralized frames" in text
+    by = {(v.claim, v.question): v for v in verdicts.evaluate_model(mg)}
+    # key-norm ratios 0.5, 0.5, 2.0: the mean is 1.0, not below the random-key null of 1
+    assert by[("3.3.small_key", "holds")].estimate.value == pytest.approx(1.0)
+    assert by[("3.3.small_key", "holds")].status == "not supported"
+    assert by[("3.3.small_key", "reproduced")].status == "not evaluated"
+    assert by[("3.3.aligned_key", "holds")].estimate.value == pytest.approx(0.7)
+    assert by[("5.4.entropy", "reproduced")].estimate.value == pytest.approx(-1.0)
+    assert by[("5.4.magnitude", "holds")].estimate.value == pytest.approx(3.0)
+    assert by[("5.4.alignment", "holds")].status == "supported"
 
 
 def test_paper_folds_are_differences_not_ratios():

@@ -11,7 +11,6 @@ from scipy.sparse.csgraph import connected_components
 from sinkframes.analyses import topology as atopo
 from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics import topology as T
-from sinkframes.report import topology as topology_report
 from tests.attention_cases import causal_first_sink, causal_uniform, previous_token, stack
 
 
@@ -381,18 +380,22 @@ def test_record_and_summaries_must_agree_on_the_depth():
         atopo.from_summaries({"ref": "fake", "n_layers": 3, "causal": True}, [["w"] * 6], summaries)
 
 
-def test_claim_statements_follow_the_fixed_rules():
+def test_topology_claims_on_uniform_attention_are_not_diagnostic():
+    from sinkframes import verdicts
+
     dec = _uniform_model(True)
-    text = topology_report.claim_statements([dec])
-    # identical layers: no change of persistence with depth, and the same beta0 at every layer
-    assert "Betti1 = 0 at every layer" in text and "**supported** once" in text
-    assert "persistence rises in later layers" in text and "no clear change" in text
-    # uniform causal attention: the corrected score peaks on the first token in every sentence
-    assert "100% of the heads" in text and "fix on the start token `<s>`" in text
-    enc = _uniform_model(False)
-    text = topology_report.claim_statements([enc])
-    # uniform bidirectional attention is one component at every threshold up to 1/n: nothing to test for loops
-    assert "beginning and end tokens" in text and "**not supported**" in text
+    dec.record.update({"family": "llama", "paper_frame": "centralized", "n_heads": 2})
+    by = {(v.claim, v.question): v for v in verdicts.evaluate_model(dec)}
+    # the model is its own null: whatever it meets, the null meets too
+    assert by[("E.betti1_zero", "reproduced")].status == "not diagnostic"
+    assert by[("E.betti1_zero", "holds")].estimate.value == pytest.approx(0.0)
+    # identical layers: no change of persistence with depth, in either mode
+    assert by[("E.persistence_rises", "holds")].status == "not supported"
+    assert by[("E.persistence_rises", "holds")].estimate.value == pytest.approx(0.0)
+    # uniform causal attention: the corrected score peaks on the first token (argmax ties) in every sentence
+    assert by[("E.bos_heads", "holds")].estimate.value == pytest.approx(1.0)
+    assert by[("E.bos_heads", "holds")].status == "not diagnostic"
+
 
 
 def _shortest_per_focus_word(selected: pd.DataFrame, data: pd.DataFrame, k: int) -> bool:

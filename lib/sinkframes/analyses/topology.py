@@ -2,10 +2,8 @@
 
 One streamed pass per model (``extraction.summarize`` with ``TopologyReducer``) gives, per sentence and
 layer, the official notebook's numbers and the corrected Betti curves; this module aggregates them
-into the chapter's tables and into the evidence behind each of the paper's claims (``claim_evidence``;
-``report.topology`` words it). The rules behind the verdicts are in ``CLAIM_RULES``;
-``betti0_informative_min`` and ``encoder_min_share_per_end`` were added after a first run showed the
-original rules were met vacuously (both make the tests stricter).
+into the chapter's tables; ``verdicts.measures`` reads the claims' quantities from them.
+``CLAIM_RULES["bos_min_consistency"]`` says when a head counts as fixed on a token.
 
 Every function takes the ``ModelResult`` of :func:`analyse_model`: its ``samples`` hold the per-sentence
 arrays (``faithful`` ``[sample, layer, field]``, ``betti0``/``betti1`` ``[sample, layer, threshold]``, ...),
@@ -33,13 +31,7 @@ from .base import ModelResult, register_tables
 ANALYSIS = "topology"
 
 CLAIM_RULES = {
-    "betti0_stable_max_range": 1.0,  # official "fragmentation" rule: a change of more than 1 component
-    "betti1_zero_max_mean": 0.005,  # the paper prints 0.00
     "bos_min_consistency": 0.9,  # a head "fixes on" a token if it does so in >= 90 % of sentences
-    "bos_min_share_of_heads": 0.9,  # "100 % of heads" read as at least 90 % of them
-    "betti0_informative_min": 2.0,  # a threshold tests stability only if some layer splits into >= 2 components there
-    "encoder_min_share_of_heads": 0.5,  # heads fixed on either end of the sentence
-    "encoder_min_share_per_end": 0.1,  # ... and each end anchors at least this share of heads
 }
 
 #: reducer output -> name in ``ModelResult.samples`` and the dtype it is kept in
@@ -432,64 +424,4 @@ def example_diagrams(ref: str, text: str, opts: RunOptions | None = None, **over
         out["faithful"][layer] = topo.faithful_diagrams(topo.faithful_distance(fa))
         c = topo.corrected_layer(avg, causal)
         out["corrected"][layer] = (c.h0, c.h1)
-    return out
-
-
-# ----------------------------------------------------------------------------- claims
-
-def _region_diff(x: np.ndarray, n_layers: int, seed: int) -> tuple[float, float, float]:
-    """Bootstrap CI over sentences of (late-third mean - early-third mean) of ``x`` ``[sample, layer]``."""
-    reg = stats.layer_regions(n_layers)
-    if not reg["early"] or not reg["late"]:
-        return float("nan"), float("nan"), float("nan")
-    d = x[:, reg["late"]].mean(1) - x[:, reg["early"]].mean(1)
-    return stats.bootstrap_ci(d, seed=seed)
-
-
-def claim_evidence(r: ModelResult, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """The numbers behind each of the paper's topology claims for one model, and the verdict ``CLAIM_RULES`` give.
-
-    Decoders: ``betti1_zero``, ``betti0_stable``, ``persistence_rises``, ``first_token_heads``;
-    encoders: ``betti1_falls``, ``end_anchors``. ``report.topology.claim_statements`` words them.
-    """
-    R = CLAIM_RULES
-    s = r.samples
-    ks = [int(np.argmin(np.abs(topo.CURVE_THRESHOLDS - t))) for t in topo.PAPER_THRESHOLDS]
-    out: dict[str, dict[str, Any]] = {}
-    if r.causal:
-        b1 = s["betti1"][:, :, ks].mean(0)  # [layer, threshold]
-        out["betti1_zero"] = {"faithful_max": faithful_field(r, "betti1").max(), "corrected_max": b1.max(),
-                              "supported": float(b1.max()) < R["betti1_zero_max_mean"]}
-        means = s["betti0"][:, :, ks].mean(0)  # [layer, threshold]
-        informative = means.max(0) >= R["betti0_informative_min"]  # [threshold]
-        stable = (means.max(0) - means.min(0)) <= R["betti0_stable_max_range"]
-        n_inf, n_stable = int(informative.sum()), int((stable & informative).sum())
-        if n_inf == 0:
-            verdict0 = "not testable (every layer is one component at every paper threshold)"
-        else:
-            verdict0 = "supported" if 2 * n_stable > n_inf else "not supported"
-        fb0 = faithful_field(r, "betti0")  # [sample, layer]
-        out["betti0_stable"] = {"faithful_same_share": (fb0 == fb0[:, :1]).all(1).mean(), "informative": n_inf,
-                                "stable": n_stable, "verdict": verdict0}
-        m, lo, hi = _region_diff(s["total_persistence0"], r.n_layers, seed)
-        verdict = "supported" if lo > 0 else ("contradicted" if hi < 0 else "not supported (no clear change)")
-        out["persistence_rises"] = {"diff": m, "low": lo, "high": hi, "verdict": verdict}
-    else:
-        m, lo, hi = _region_diff(s["h1_bars"], r.n_layers, seed)
-        verdict = "supported" if hi < 0 else ("contradicted" if lo > 0 else "not supported (no clear change)")
-        f1 = faithful_field(r, "betti1")
-        out["betti1_falls"] = {"faithful_first": f1[:, 0].mean(), "faithful_last": f1[:, -1].mean(),
-                               "diff": m, "low": lo, "high": hi, "verdict": verdict}
-    spec = head_specialization(r)
-    strong = spec["position consistency"] >= R["bos_min_consistency"]
-    first = float((strong & (spec["position"] == "first")).mean())
-    if r.causal:
-        out["first_token_heads"] = {"share": first, "layers": analysed_layers(r),
-                                    "faithful_full": float((spec["faithful consistency"] >= 1.0).mean()),
-                                    "supported": first >= R["bos_min_share_of_heads"]}
-    else:
-        last = float((strong & (spec["position"] == "last")).mean())
-        out["end_anchors"] = {"first": first, "last": last, "layers": analysed_layers(r),
-                              "supported": (first + last >= R["encoder_min_share_of_heads"]
-                                            and min(first, last) >= R["encoder_min_share_per_end"])}
     return out

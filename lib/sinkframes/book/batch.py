@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 
 from ..config import CACHE_ENV
+from ..verdicts.store import ENV as VERDICTS_ENV
 from .manifest import Manifest, Page, load_manifest, repo_root
 from .install import pinned_ref, repository, set_install_cell
 from .params import merge_parameters, parameter_problems
@@ -59,6 +60,9 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
     target = (out_dir / Path(page.output).name) if out_dir else root / page.output
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.stem}.running.ipynb")
+    # the page saves its verdicts next to its executed copy, where the scorecard page reads them
+    previous = os.environ.get(VERDICTS_ENV)
+    os.environ[VERDICTS_ENV] = str(target.parent / "verdicts")
     try:
         pm.execute_notebook(
             str(root / page.template),
@@ -77,6 +81,10 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
     finally:
         if tmp.exists():
             tmp.unlink()
+        if previous is None:
+            os.environ.pop(VERDICTS_ENV, None)
+        else:
+            os.environ[VERDICTS_ENV] = previous
     return target
 
 
@@ -138,6 +146,7 @@ def build(
             "no page ids given; name pages (see notebooks/manifest.yml) or leave the option out to build all"
         )
     chosen = [m.page(p) for p in pages] if pages else m.pages
+    chosen = sorted(chosen, key=lambda page: page.run_last)  # the scorecard reads what the others saved
     out = Path(out_dir).resolve() if out_dir else None
     failures: list[tuple[str, str]] = [
         (page.id, f"ParameterError: {'; '.join(problems)}")

@@ -25,6 +25,7 @@ class Page:
     part: str
     parameters: dict[str, dict[str, Any]]
     timeout: int = 3600
+    run_last: bool = False  # executed after every other page (the scorecard reads their verdicts)
 
     def params_for(self, profile: str) -> dict[str, Any]:
         if profile not in self.parameters:

@@ -17,6 +17,16 @@ from ..types import RunOptions
 from .params import check_parameters
 
 
+VERDICT_PREAMBLE = (
+    "Each claim of the paper this page measures, from the claims registry (`sinkframes.paper.claims`), with its "
+    "rule fixed there before any result. **reproduced?** applies the rule to the authors' computation (faithful "
+    "mode), **holds?** to the corrected one. *ours* is the estimate with its interval (n = sentences); the *null* "
+    "is the same computation on structureless input (uniform attention, or a dense graph for the threshold "
+    "graphs): where the null meets the claim too, the verdict is **not diagnostic**; where the interval "
+    "straddles the rule's threshold it is **inconclusive**."
+)
+
+
 @dataclass
 class PageSetup:
     """What a page runs on: its profile, models, sentences and run options."""
@@ -35,6 +45,22 @@ class PageSetup:
     def provenance(self) -> str:
         """The markdown provenance line of the page."""
         return provenance(self.profile, self.models, len(self.sentences), self.dataset, self.seed, self.opts)
+
+    def verdicts(self, page_id: str, results: list[Any], show: bool = True) -> list[Any]:
+        """Both verdicts of every registry claim the ``results`` test; saved for the scorecard
+        (``verdicts.store``) and shown as one line per claim and model."""
+        from .. import verdicts as v
+
+        found = v.evaluate(results)
+        models = {r.ref: {k: r.record[k] for k in ("family", "paper_frame", "causal")} for r in results}
+        inputs = {"n_sentences": len(self.sentences), "dataset": self.dataset, "seed": self.seed}
+        v.save(page_id, self.profile, found, models=models, inputs=inputs)
+        if show:
+            from IPython.display import Markdown, display
+
+            display(Markdown(VERDICT_PREAMBLE + "\n\n" + (v.verdict_lines(found) or "No claim of the registry "
+                                                                                    "concerns these models here.")))
+        return found
 
 
 def setup(

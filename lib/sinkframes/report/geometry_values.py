@@ -1,4 +1,4 @@
-"""Chapter 6 text: which claims on the sink geometry and the value space each model's numbers support."""
+"""Chapter 6 text: the numbers behind the sink-geometry and value-space claims, in words."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ def _layers(mask: pd.Series) -> str:
     return f"{int(mask.sum())} of {len(mask)} layers"
 
 
-def claims_markdown(results: list[ModelResult]) -> str:
-    """Plain statements of which claims each model's numbers support, computed from the tables."""
+def value_notes(results: list[ModelResult]) -> str:
+    """The numbers behind the sink-geometry and value-space claims, per model, in words (the verdicts
+    themselves come from the claims registry)."""
     lines = []
     counts = reference_counts(results).set_index("model")
     for r in results:
@@ -32,16 +33,14 @@ def claims_markdown(results: list[ModelResult]) -> str:
         lines.append(f"**`{r.ref}`** ({r.record['position_encoding']}; {r.n_sentences} sentences)")
         lines.append(
             f"- *Small sink key* (Sec. 3.3): the position-0 key is shorter than the mean other key in {_layers(small)} "
-            f"(mean ratio {d['key_norm_ratio'].mean():.2f}) -> "
-            f"{'supported' if small.mean() > 0.5 else 'not supported'}.")
+            f"(mean ratio {d['key_norm_ratio'].mean():.2f}).")
         lines.append(
             f"- *Queries aligned with the sink key*: mean cos(q, k0) {d['cos_to_sink_post'].mean():.2f} against "
-            f"{d['cos_to_others_post'].mean():.2f} for other keys; higher in {_layers(aligned)} -> "
-            f"{'supported' if aligned.mean() > 0.5 else 'not supported'}.")
+            f"{d['cos_to_others_post'].mean():.2f} for other keys; higher in {_layers(aligned)}.")
         lines.append(
             f"- *Alignment rather than norm makes the sink*: the alignment part of the sink logit's advantage exceeds "
             f"the norm part in {_layers(align_wins)} (means {d['alignment_part'].mean():.2f} vs "
-            f"{d['norm_part'].mean():.2f}) -> {'supported' if align_wins.mean() > 0.5 else 'not supported'}.")
+            f"{d['norm_part'].mean():.2f}).")
         if rotary:
             shift = (d["cos_to_others_post"] - d["cos_to_others_pre"]).mean()
             shift0 = (d["cos_to_sink_post"] - d["cos_to_sink_pre"]).mean()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, cast
 
-from ..analyses.softmax_geometry import claim_evidence, head_correlation
+from ..analyses.softmax_geometry import head_correlation
 
 if TYPE_CHECKING:
     from ..analyses.base import ModelResult
@@ -40,21 +40,4 @@ def geometry_notes(results: list[ModelResult]) -> str:
             f"Across heads, {trend}"
             + ("." if math.isnan(rho) else f" (Spearman {rho:+.2f}).")
         )
-    return "\n".join(lines)
-
-
-def claim_verdict(results: list[ModelResult]) -> str:
-    """One line per model: the outcome of ``softmax_geometry.CLAIM_RULE`` (see ``claim_evidence``)."""
-    lines = []
-    for r in results:
-        ev = claim_evidence(r)
-        edge = " (on the rule's threshold)" if ev["on_threshold"] else ""
-        if ev["outcome"] == "supports":
-            verdict = f"**supports** it{edge}"
-        elif ev["outcome"] == "partly supports":
-            verdict = f"**partly supports** it{edge}: rows are concentrated, but mostly not on position 0"
-        else:
-            verdict = "**does not support** it: most rows in most layers stay spread over several keys"
-        lines.append(f"- `{r.ref}` {verdict} (layers with a majority of concentrated rows: "
-                     f"{ev['concentrated_layers']:.0%}; concentrated rows on position 0: {ev['on_first']:.0%}).")
     return "\n".join(lines)

@@ -9,7 +9,7 @@ from .evaluate import claims_of, evaluate, evaluate_model
 from .measures import MEASURES, NULLS, Measure, boot
 from .nulls import null_result, uniform_attention
 from .rules import RULES, apply, decide
-from .store import load_all, save
+from .store import PageVerdicts, load_all, save
 from .verdict import (
     INCONCLUSIVE,
     NOT_DIAGNOSTIC,
@@ -37,6 +37,7 @@ __all__ = [
     "SUPPORTED",
     "Estimate",
     "Measure",
+    "PageVerdicts",
     "Verdict",
     "apply",
     "boot",

@@ -15,6 +15,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class Measure:
 
 
 MEASURES: dict[str, Measure] = {}
-NULLS: dict[str, Callable[[ModelResult, Mode], "Estimate | None"]] = {}
+NULLS: dict[str, Callable[[ModelResult, Mode], Estimate | None]] = {}
 
 
 def measure(name: str, analysis: str, null: str = "attention") -> Callable[[MeasureFn], MeasureFn]:
@@ -188,7 +189,7 @@ def kl_argmin_layer(r: ModelResult, mode: Mode) -> Estimate | None:
         m = np.nanmean(x, 0)
     if np.all(np.isnan(m)):
         return Estimate("undefined", n=x.shape[0], undetermined=True)
-    return Estimate(int(layers[int(np.nanargmin(m))]), n=x.shape[0], interval="none (a layer index)")  # type: ignore[arg-type]
+    return Estimate(int(layers[int(np.nanargmin(m))]), n=x.shape[0], interval="none (a layer index)")
 
 
 @measure("information.concentration_layers", "information")
@@ -220,7 +221,8 @@ def concentration_first_layer(r: ModelResult, mode: Mode) -> Estimate | None:
     return boot(x[:, 0], float, _seed(r))
 
 
-def _fisher(r: ModelResult, mode: Mode):  # type: ignore[no-untyped-def]
+def _fisher(r: ModelResult, mode: Mode) -> Any:
+    """The ``probes.fisher.FisherResult`` of ``mode``, or None when the run kept no Fisher pass."""
     return (r.data.get("fisher") or {}).get(mode)
 
 
@@ -378,6 +380,11 @@ MEASURES["spectral.r_fiedler_degree_variance"] = Measure(
     "spectral.r_fiedler_degree_variance", "spectral", _layer_corr("degree_variance"))
 
 
+def _split_pearson(n_layers: int) -> Callable[[np.ndarray], float]:
+    """Pearson r of the two halves (``[:n_layers]``, ``[n_layers:]``) of a layer vector pair."""
+    return lambda m: _pearson(m[:n_layers], m[n_layers:])
+
+
 @measure("spectral.flip_threshold", "spectral")
 def flip_threshold(r: ModelResult, mode: Mode) -> Estimate | None:
     """Where the across-layer Fiedler-centralization correlation changes sign: the thresholds on either
@@ -389,8 +396,7 @@ def flip_threshold(r: ModelResult, mode: Mode) -> Estimate | None:
     parts = []
     for i, t in enumerate(PAPER_THRESHOLDS):
         x = np.concatenate([f[:, i], c[:, i]], axis=1)  # [sample, 2 * layer]
-        L = f.shape[2]
-        est = boot(x, lambda m, L=L: _pearson(m[:L], m[L:]), _seed(r) + i)
+        est = boot(x, _split_pearson(f.shape[2]), _seed(r) + i)
         lo, hi = est.bounds()
         s = 0 if est.undetermined or (lo <= 0 <= hi) else (1 if lo > 0 else -1)
         signs.append(s)

@@ -77,16 +77,16 @@ def null_result(result: ModelResult) -> ModelResult:
         from ..analyses import spectral
         from ..metrics.graphs import SpectralReducer
 
-        reducer = SpectralReducer(per_head=False)
-        r = spectral.spectra_from_summaries(rec, null_summaries(result, reducer, dense_attention))
+        r = spectral.spectra_from_summaries(rec, null_summaries(result, SpectralReducer(per_head=False),
+                                                                dense_attention))
         r.params["seed"] = seed
     elif result.analysis == "topology":
         from ..analyses import topology
         from ..metrics.topology import TopologyReducer
 
         max_tokens = int(result.params.get("max_tokens", result.data.get("max_tokens", 30)))
-        reducer = TopologyReducer(max_tokens=max_tokens)
-        r = topology.from_summaries(rec, result.data["tokens"], null_summaries(result, reducer), max_tokens=max_tokens)
+        summaries = null_summaries(result, TopologyReducer(max_tokens=max_tokens))
+        r = topology.from_summaries(rec, result.data["tokens"], summaries, max_tokens=max_tokens)
     elif result.analysis == "softmax_geometry":
         from ..analyses import softmax_geometry
         from ..metrics.simplex import SimplexSummaryReducer

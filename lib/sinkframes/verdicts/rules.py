@@ -91,17 +91,18 @@ def equals(est: Estimate, expected: Any) -> tuple[str, str]:
     return (SUPPORTED if est.value == expected else NOT_SUPPORTED), test
 
 
-def flip_near(est: Estimate, threshold: float) -> tuple[str, str]:
-    """A sign change located between two adjacent thresholds ``(low, high]``: supported when the printed
-    ``threshold`` is one of the bracket's ends, not supported when the bracket is elsewhere or the
-    correlation keeps one sign at every threshold, inconclusive when no sign is settled."""
-    test = f"sign change at thresholds bracketing {threshold:g}"
+def flip_within(est: Estimate, low: float, high: float) -> tuple[str, str]:
+    """A sign change located between two thresholds ``(a, b]``: supported when ``[a, b]`` lies inside the
+    printed ``[low, high]``, not supported when the change is elsewhere or the correlation keeps one sign
+    at every threshold, inconclusive when too few signs are settled to say."""
+    test = f"sign change between thresholds inside [{low:g}, {high:g}]"
     if est.undetermined:
         return INCONCLUSIVE, test
     if isinstance(est.value, str) or math.isnan(float(est.value)):
-        return NOT_SUPPORTED, test  # every correlation settled with one sign: no flip anywhere
-    lo, hi = est.bounds()
-    return (SUPPORTED if (math.isclose(lo, threshold) or math.isclose(hi, threshold)) else NOT_SUPPORTED), test
+        return NOT_SUPPORTED, test  # every correlation settled with one sign: no change anywhere
+    a, b = est.bounds()
+    ok = low - NUMERIC_TOL <= a and b <= high + NUMERIC_TOL
+    return (SUPPORTED if ok else NOT_SUPPORTED), test
 
 
 RULES: dict[str, Rule] = {
@@ -110,7 +111,7 @@ RULES: dict[str, Rule] = {
     "within": within,
     "at_least": at_least,
     "equals": equals,
-    "flip_near": flip_near,
+    "flip_within": flip_within,
 }
 
 

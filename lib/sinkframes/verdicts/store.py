@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .verdict import Verdict
 
@@ -19,28 +21,50 @@ def folder() -> Path:
     return Path(os.environ.get(ENV) or "verdicts")
 
 
-def save(page: str, profile: str, verdicts: list[Verdict], directory: Path | None = None) -> Path:
-    """Write ``verdicts`` of ``page`` (run under ``profile``) to ``<folder>/<page>.json``."""
+@dataclass
+class PageVerdicts:
+    """What one page saved: its verdicts and the models it ran (``ref -> family, paper_frame, causal``)."""
+
+    page: str
+    profile: str
+    verdicts: list[Verdict]
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)  # n_sentences, dataset, seed
+
+
+def save(page: str, profile: str, verdicts: list[Verdict], directory: Path | None = None,
+         models: dict[str, dict[str, Any]] | None = None, inputs: dict[str, Any] | None = None) -> Path:
+    """Write ``verdicts`` of ``page`` (run under ``profile`` on ``models``) to ``<folder>/<page>.json``."""
     d = directory or folder()
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{page}.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"page": page, "profile": profile, "verdicts": [v.to_json() for v in verdicts]},
-                              indent=1, sort_keys=True, default=str) + "\n")
+    body = {"page": page, "profile": profile, "models": models or {}, "inputs": inputs or {},
+            "verdicts": [v.to_json() for v in verdicts]}
+    tmp.write_text(json.dumps(body, indent=1, sort_keys=True, default=_plain) + "\n")
     os.replace(tmp, path)
     return path
 
 
-def load_all(directory: Path | None = None, profile: str | None = None) -> dict[str, list[Verdict]]:
-    """Every page's saved verdicts (``page -> verdicts``), optionally only those run under ``profile``."""
+def _plain(x: Any) -> Any:
+    """numpy scalars as Python numbers; NaN stays NaN (JSON ``NaN``, which Python's json reads back)."""
+    if hasattr(x, "item"):
+        return x.item()
+    return str(x)
+
+
+def load_all(directory: Path | None = None, profile: str | None = None) -> dict[str, PageVerdicts]:
+    """Every page's saved verdicts (``page -> PageVerdicts``), optionally only those run under ``profile``."""
     d = directory or folder()
-    out: dict[str, list[Verdict]] = {}
+    out: dict[str, PageVerdicts] = {}
     for path in sorted(d.glob("*.json")):
         try:
             raw = json.loads(path.read_text())
             if profile is not None and raw.get("profile") != profile:
                 continue
-            out[str(raw["page"])] = [Verdict.from_json(v) for v in raw["verdicts"]]
+            out[str(raw["page"])] = PageVerdicts(str(raw["page"]), str(raw["profile"]),
+                                                 [Verdict.from_json(v) for v in raw["verdicts"]],
+                                                 dict(raw.get("models", {})), dict(raw.get("inputs", {})))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path} is not a verdict file ({exc}); delete it and re-run its page") from exc
     return out

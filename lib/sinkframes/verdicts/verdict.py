@@ -123,9 +123,10 @@ def verdict_lines(verdicts: list[Verdict]) -> str:
         c = CLAIMS_BY_ID[cid]
         parts = []
         for q in QUESTIONS:
-            v = qs.get(q)
-            if v is None:
+            found = qs.get(q)
+            if found is None:
                 continue
+            v = found
             body = f"{q}? **{v.status}**"
             if v.estimate is not None:
                 body += f": ours {v.estimate.text()}"

@@ -1,0 +1,136 @@
+"""The scorecard: every claim of the registry, both verdicts per model, from the pages' saved verdicts."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+
+import pandas as pd
+
+from ..book.manifest import Manifest
+from ..paper import CLAIMS, Claim
+from ..verdicts import NOT_EVALUATED, QUESTIONS, STATUSES, PageVerdicts, Verdict
+
+NOT_THIS_FAMILY = "-"
+
+
+def models_of(saved: dict[str, PageVerdicts]) -> dict[str, dict]:
+    """Every model the pages ran (first-seen order) with its family, paper frame and causality."""
+    out: dict[str, dict] = {}
+    for pv in saved.values():
+        for ref, rec in pv.models.items():
+            out.setdefault(ref, rec)
+    return out
+
+
+def _index(saved: dict[str, PageVerdicts]) -> dict[tuple[str, str, str], Verdict]:
+    return {(v.claim, v.model, v.question): v for pv in saved.values() for v in pv.verdicts}
+
+
+def _cell(v: Verdict | None) -> str:
+    if v is None:
+        return NOT_THIS_FAMILY
+    if v.estimate is None or v.status == NOT_EVALUATED:
+        return v.status
+    return f"{v.status}: {v.estimate.text()}"
+
+
+def _applies(c: Claim, rec: dict) -> bool:
+    return c.applies_to(str(rec["family"]), str(rec["paper_frame"]), bool(rec["causal"]))
+
+
+def note_for(c: Claim, models: dict[str, dict], profile: str, ran: set[str]) -> str:
+    """Why a claim has no verdict here, and what would evaluate it ('' when it has verdicts)."""
+    if c.untestable:
+        return f"not evaluated: {c.untestable}"
+    if not any(_applies(c, rec) for rec in models.values()):
+        return (f"not evaluated: no {c.subject} model in the `{profile}` profile; "
+                f"`python -m sinkframes build --profile paper --pages {c.page}` evaluates it")
+    if c.page not in ran:
+        return f"not evaluated: page `{c.page}` has not saved verdicts under the `{profile}` profile"
+    return ""
+
+
+def scorecard_table(saved: dict[str, PageVerdicts], profile: str) -> pd.DataFrame:
+    """One row per claim (registry order, grouped by section): the paper's value and, per model, the
+    two verdicts with our estimate (``-``: the claim is not about that model's family)."""
+    models = models_of(saved)
+    found = _index(saved)
+    rows = []
+    for c in CLAIMS:
+        row = {"section": c.section, "claim": c.id, "where": c.where, "about": c.subject, "quantity": c.quantity,
+               "paper": c.printed, "page": c.page}
+        for ref in models:
+            for q in QUESTIONS:
+                row[f"{ref} {q}?"] = _cell(found.get((c.id, ref, q)))
+        row["note"] = note_for(c, models, profile, set(saved))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def counts(saved: dict[str, PageVerdicts], profile: str) -> pd.DataFrame:
+    """Verdicts by status and question over every (claim, model) pair tested, plus the claims without any."""
+    found = _index(saved)
+    table = {q: Counter(v.status for (_, _, qq), v in found.items() if qq == q) for q in QUESTIONS}
+    out = pd.DataFrame({q: [table[q].get(s, 0) for s in STATUSES] for q in QUESTIONS}, index=list(STATUSES))
+    out.index.name = "verdicts (claim x model)"
+    return out
+
+
+def claim_counts(saved: dict[str, PageVerdicts], profile: str) -> dict[str, int]:
+    """How many claims the registry holds, how many no profile can test, how many were tested here."""
+    models = models_of(saved)
+    tested = {v.claim for pv in saved.values() for v in pv.verdicts}
+    no_model = [c for c in CLAIMS if c.testable and not any(_applies(c, r) for r in models.values())]
+    return {"claims": len(CLAIMS), "untestable": sum(not c.testable for c in CLAIMS),
+            "tested here": len(tested), "no model here": len(no_model)}
+
+
+def html_table(table: pd.DataFrame, manifest: Manifest) -> str:
+    """The scorecard as an HTML table, one block per section, each claim linked to the page that tests it."""
+    titles = {p.id: (p.output.split("/")[-1].replace(".ipynb", ".html"), p.title) for p in manifest.pages}
+    model_cols = [c for c in table.columns if c.endswith("?")]
+    head = ["claim", "where", "about", "quantity", "paper", *model_cols, "note"]
+    out = ['<table class="scorecard">', "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+           + "</tr></thead><tbody>"]
+    for section, g in table.groupby("section", sort=False):
+        out.append(f'<tr><th colspan="{len(head)}">Section {html.escape(str(section))}</th></tr>')
+        for _, r in g.iterrows():
+            target = titles.get(r["page"])
+            claim = html.escape(r["claim"])
+            if target:
+                claim = (f'<a href="{target[0]}#what-the-evidence-supports" title="{html.escape(target[1])}">'
+                         f"{claim}</a>")
+            cells = [claim, *(html.escape(str(r[h])) for h in head[1:])]
+            out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def provenance_line(profile: str, saved: dict[str, PageVerdicts]) -> str:
+    """The provenance line of the scorecard: the models and the largest sentence set behind its verdicts."""
+    from .provenance import provenance
+
+    inputs = [pv.inputs for pv in saved.values() if pv.inputs]
+    n = max((int(i.get("n_sentences", 0)) for i in inputs), default=0)
+    dataset = str(inputs[0].get("dataset", "embedded")) if inputs else "embedded"
+    seed = int(inputs[0].get("seed", 0)) if inputs else 0
+    return provenance(profile, list(models_of(saved)), n, dataset, seed) + (
+        f" Verdicts saved by {len(saved)} pages: {', '.join(f'`{p}`' for p in saved)}.")
+
+
+def summary(saved: dict[str, PageVerdicts], profile: str) -> str:
+    """Plain counts of what the scorecard holds, in words."""
+    cc = claim_counts(saved, profile)
+    c = counts(saved, profile)
+    models = ", ".join(f"`{m}` ({r['family']})" for m, r in models_of(saved).items())
+    held = int(c.loc["supported", "holds"])
+    not_diag = int(c.loc["not diagnostic", "holds"])
+    against = int(c.loc["not supported", "holds"])
+    return (
+        f"The registry holds {cc['claims']} claims; {cc['untestable']} cannot be tested by any profile (each says "
+        f"why), {cc['no model here']} concern families without a model in the `{profile}` profile, and "
+        f"{cc['tested here']} were tested on {models}. Of the {int(c['holds'].sum())} (claim, model) pairs tested "
+        f"with the corrected computation, {held} are supported, {against} are not, {not_diag} are not diagnostic "
+        "(a structureless null meets the claim too) and the rest are inconclusive or have no corrected measure."
+    )

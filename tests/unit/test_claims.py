@@ -1,0 +1,101 @@
+"""The claims registry: every section of the paper, each claim once, rules that exist, known fixes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from sinkframes import paper
+from sinkframes.book.manifest import load_manifest
+from sinkframes.paper import CLAIMS, CLAIMS_BY_ID
+from sinkframes.verdicts import MEASURES, RULES, apply
+from sinkframes.verdicts.verdict import Estimate
+
+#: claims per numbered part, counted from the paper's text and tables (the reference specification's
+#: section map, official_code_spec.md section 11, lists the same statements)
+EXPECTED_PER_SECTION = {
+    "1": 2, "3.1": 3, "3.2": 2, "3.3": 2, "3.4": 2, "4": 2, "5.1": 4, "5.2": 3, "5.3": 4, "5.4": 3,
+    "A": 1, "B": 2, "B.1": 2, "C.1": 2, "C.2": 4, "E": 11, "F": 8, "G": 14, "H": 12, "I": 7, "J": 6,
+}
+
+
+def test_every_section_has_its_claims_and_there_are_more_than_sixty():
+    assert dict(Counter(c.section for c in CLAIMS)) == EXPECTED_PER_SECTION
+    assert list(EXPECTED_PER_SECTION) == list(paper.SECTIONS)
+    assert len(CLAIMS) > 60
+
+
+def test_ids_are_unique_and_each_statement_is_stored_once():
+    assert len(CLAIMS_BY_ID) == len(CLAIMS)
+    keys = Counter((c.subject, c.quantity, c.printed) for c in CLAIMS)
+    assert [k for k, n in keys.items() if n > 1] == []
+
+
+def test_every_claim_is_testable_or_says_why_not():
+    pages = {p.id for p in load_manifest().pages}
+    for c in CLAIMS:
+        assert c.subject in paper.claims.SUBJECTS, c.id
+        assert c.testable != bool(c.untestable), c.id
+        if c.testable:
+            assert c.measure in MEASURES and c.rule in RULES and c.page in pages, c.id
+            assert c.null and c.why, c.id
+            probe = Estimate("x") if c.rule == "equals" else Estimate(0.5, 0.4, 0.6)
+            apply(c.rule, probe, c.params)  # the parameters fit the rule
+            analysis = MEASURES[c.measure].analysis
+            assert analysis in {"frames", "information", "spectral", "topology", "softmax_geometry",
+                                "geometry_values"}, c.id
+
+
+def test_gemma_and_mistral_concentrations_are_not_swapped():
+    gemma, mistral = CLAIMS_BY_ID["G.gemma_concentration_max"], CLAIMS_BY_ID["G.mistral_concentration_max"]
+    assert (gemma.subject, gemma.printed) == ("gemma", "91.57 % at layer 21")
+    assert (mistral.subject, mistral.printed) == ("mistral", "95.44 % at layer 21")
+    assert gemma.params == pytest.approx({"low": 0.8657, "high": 0.9657})
+    assert mistral.params == pytest.approx({"low": 0.9044, "high": 1.0044})
+
+
+def test_encoder_kl_claims_are_about_the_first_layer_and_the_u_shape():
+    for cid, value in (("H.bert_kl_first", "+0.0392"), ("H.xlmr_kl_first", "+0.0635")):
+        c = CLAIMS_BY_ID[cid]
+        assert c.printed == value and c.measure == "information.kl_first_layer" and c.rule == "above"
+    assert CLAIMS_BY_ID["5.3.kl_u"].measure == "information.kl_u_contrast"  # stated in Sec. 5.3 and App. H
+    assert not any(c.measure == "information.kl_mean" for c in CLAIMS)  # "mean KL positive" is never claimed
+
+
+def test_llama_kl_claim_has_the_layer_zero_exception():
+    assert CLAIMS_BY_ID["E.kl_negative"].measure == "information.kl_max_layer_after_first"
+    assert "except layer 0" in CLAIMS_BY_ID["E.kl_negative"].printed
+
+
+def test_concentration_claims_compare_like_with_like():
+    kinds = {c.id: c.measure for c in CLAIMS if "concentration" in c.quantity and c.testable}
+    for cid, m in kinds.items():
+        q = CLAIMS_BY_ID[cid].quantity
+        if "maximum" in q or "layers 23-25" in q:
+            assert m == "information.concentration_max", cid
+        elif "layer 0" in q:
+            assert m == "information.concentration_first_layer", cid
+        else:
+            assert m == "information.concentration_layers", cid
+    for cid in ("H.bert_concentration", "H.xlmr_concentration"):  # no band is invented for the encoders
+        assert not CLAIMS_BY_ID[cid].testable
+
+
+def test_gemma_is_tested_on_its_own_connectivity_claim_and_fisher_peaks_have_no_rule():
+    g = CLAIMS_BY_ID["G.gemma_connectivity_falls"]
+    assert g.subject == "gemma" and g.printed == "13.05 -> 9.95" and g.measure == "spectral.lambda2_late_minus_early"
+    assert CLAIMS_BY_ID["E.connectivity_peak"].subject == "llama"
+    assert not CLAIMS_BY_ID["5.2.fisher_peaks"].testable
+
+
+def test_claims_apply_by_the_family_and_frame_the_paper_assigns():
+    llama = {c.id for c in paper.claims_for("llama", "centralized", True)}
+    assert {"E.kl_negative", "5.1.kl_negative", "1.bos_share", "3.1.centralized"} <= llama
+    assert not any(i.startswith(("G.gemma", "H.", "3.1.distributed")) for i in llama)
+    bert = {c.id for c in paper.claims_for("bert", "bidirectional", False)}
+    assert {"H.bert_kl_first", "5.3.kl_u", "3.1.bidirectional"} <= bert and "1.bos_share" not in bert
+
+
+def test_reference_counts_come_from_the_registry():
+    assert paper.reference_count_by_frame() == {"centralized": 1.0006, "distributed": 1.23, "bidirectional": 1.58}

@@ -1,0 +1,181 @@
+"""The verdict layer: every rule on a passing, a failing and a null case; estimates, nulls, measures."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from sinkframes import verdicts as V
+from sinkframes.analyses import frames, information
+from sinkframes.analyses.base import ModelResult
+from sinkframes.metrics.information import InformationReducer
+from sinkframes.metrics.sinks import SinkSummaryReducer
+from sinkframes.verdicts import measures as M
+from sinkframes.verdicts.rules import decide
+from tests.attention_cases import causal_first_sink, causal_uniform, stack
+
+E = V.Estimate
+
+# ----------------------------------------------------------------------------- rules: pass, fail, null
+
+# rule, params, a passing estimate, a failing one, a null that meets the claim (-> not diagnostic)
+RULE_CASES = [
+    ("above", {"threshold": 0.5}, E(0.7, 0.6, 0.8), E(0.3, 0.2, 0.4), E(0.9, 0.85, 0.95)),
+    ("below", {"threshold": 0.0}, E(-0.2, -0.3, -0.1), E(0.2, 0.1, 0.3), E(-1.0, -1.1, -0.9)),
+    ("within", {"low": 0.3, "high": 0.4}, E(0.35, 0.33, 0.37), E(0.6, 0.55, 0.65), E(0.35, 0.34, 0.36)),
+    ("at_least", {"share": 0.9}, E(0.95), E(0.5), E(1.0)),
+    ("equals", {"expected": "centralized"}, E("centralized"), E("distributed"), E("centralized")),
+    ("flip_within", {"low": 0.1, "high": 0.2}, E(0.2, 0.1, 0.2), E(0.05, 0.02, 0.05), E(0.2, 0.1, 0.2)),
+]
+
+
+@pytest.mark.parametrize(("rule", "params", "good", "bad", "null"), RULE_CASES, ids=[c[0] for c in RULE_CASES])
+def test_every_rule_passes_fails_and_is_not_diagnostic_when_the_null_passes(rule, params, good, bad, null):
+    failing_null = bad
+    assert decide(rule, params, good, failing_null)[0] == V.SUPPORTED
+    assert decide(rule, params, bad, failing_null)[0] == V.NOT_SUPPORTED
+    status, null_status, _ = decide(rule, params, good, null)
+    assert status == V.NOT_DIAGNOSTIC and null_status == V.SUPPORTED
+
+
+def test_rules_cover_every_rule_the_registry_names():
+    from sinkframes.paper import CLAIMS
+
+    assert {c.rule for c in CLAIMS if c.rule} <= {case[0] for case in RULE_CASES} == set(V.RULES)
+
+
+@pytest.mark.parametrize("rule", ["above", "below", "within", "at_least"])
+def test_a_wider_interval_never_makes_a_claim_easier_to_pass(rule):
+    params = dict(next(c[1] for c in RULE_CASES if c[0] == rule))
+    centre = next(c[2] for c in RULE_CASES if c[0] == rule).bounds()[0]
+    statuses = [V.apply(rule, E(centre, centre - w, centre + w), params)[0] for w in (0.0, 0.05, 0.2, 1.0)]
+    order = {V.SUPPORTED: 0, V.INCONCLUSIVE: 1, V.NOT_SUPPORTED: 1}
+    assert [order[s] for s in statuses] == sorted(order[s] for s in statuses)
+    assert statuses[-1] == V.INCONCLUSIVE  # an interval wide enough to straddle the threshold decides nothing
+
+
+def test_an_interval_that_straddles_the_threshold_is_inconclusive_and_nan_is_never_supported():
+    assert V.apply("above", E(0.5, 0.4, 0.6), {"threshold": 0.5})[0] == V.INCONCLUSIVE
+    assert V.apply("within", E(0.3, 0.25, 0.35), {"low": 0.3, "high": 0.4})[0] == V.INCONCLUSIVE
+    assert V.apply("above", E(math.nan), {"threshold": 0.0})[0] == V.INCONCLUSIVE
+    assert V.apply("equals", E("x", undetermined=True), {"expected": "x"})[0] == V.INCONCLUSIVE
+    # round-off is zero: a uniform-attention KL change of 1e-17 is not below 0
+    assert V.apply("below", E(-1e-17, -2e-17, -1e-18), {"threshold": 0.0})[0] == V.NOT_SUPPORTED
+
+
+def test_flip_rule_without_any_sign_change_is_not_supported_and_undecided_signs_are_inconclusive():
+    assert V.apply("flip_within", E(math.nan), {"low": 0.1, "high": 0.2})[0] == V.NOT_SUPPORTED
+    assert V.apply("flip_within", E(math.nan, undetermined=True), {"low": 0.1, "high": 0.2})[0] == V.INCONCLUSIVE
+
+
+def test_unknown_rule_and_status_are_refused():
+    with pytest.raises(ValueError, match="unknown rule"):
+        V.apply("roughly", E(1.0), {})
+    with pytest.raises(ValueError, match="unknown status"):
+        V.Verdict("x", "m", "holds", "partly supported")
+
+
+def test_verdicts_survive_json():
+    v = V.Verdict("E.kl_negative", "m", "holds", V.INCONCLUSIVE, E(-0.1, -0.2, 0.01, n=5, interval="b"),
+                  E(0.0), V.NOT_SUPPORTED, "", "interval below 0")
+    assert V.Verdict.from_json(json.loads(json.dumps(v.to_json()))) == v
+
+
+def test_store_round_trip_and_bad_files_name_themselves(tmp_path):
+    v = V.Verdict("E.kl_negative", "m", "reproduced", V.NOT_EVALUATED, reason="no official computation")
+    V.save("information_geometry", "smoke", [v], tmp_path, models={"m": {"family": "llama"}})
+    saved = V.load_all(tmp_path)["information_geometry"]
+    assert saved.verdicts == [v] and saved.models == {"m": {"family": "llama"}} and saved.profile == "smoke"
+    assert V.load_all(tmp_path, profile="offline") == {}
+    (tmp_path / "broken.json").write_text("{}")
+    with pytest.raises(ValueError, match="broken.json"):
+        V.load_all(tmp_path)
+
+
+# ----------------------------------------------------------------------------- bootstrap and nulls
+
+def test_boot_on_constant_data_has_a_zero_width_interval_and_bootstraps_the_whole_statistic():
+    e = V.boot(np.full((20, 3), 2.0), lambda m: float(m.max()))
+    assert (e.value, e.low, e.high, e.n) == (2.0, 2.0, 2.0, 20)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 4))
+    mx = V.boot(x, lambda m: float(m.max()), seed=1)
+    assert mx.low <= mx.value <= mx.high and mx.high - mx.low < 0.5
+    assert V.boot(x, lambda m: math.nan).undetermined
+
+
+def test_uniform_and_dense_nulls_have_the_model_shapes():
+    a = V.uniform_attention(5, 2, 3, causal=True)
+    assert a.shape == (2, 3, 5, 5) and torch.allclose(a.sum(-1), torch.ones(2, 3, 5))
+    assert float(a[0, 0, 0, 1]) == 0.0 and float(a[0, 0, 4, 0]) == pytest.approx(0.2)
+    b = V.uniform_attention(4, 1, 1, causal=False)
+    assert torch.allclose(b, torch.full((1, 1, 4, 4), 0.25))
+    with pytest.raises(ValueError, match="at least one token"):
+        V.uniform_attention(0, 1, 1, causal=True)
+
+
+RECORD = {"ref": "hand", "family": "llama", "paper_frame": "centralized", "causal": True, "n_layers": 3, "n_heads": 2}
+
+
+def _frames(make, lengths=(6, 8, 9, 12)) -> ModelResult:
+    summaries = [SinkSummaryReducer()(stack(make(n), layers=3, heads=2), True) for n in lengths]
+    return frames.frames_from_summaries(RECORD, summaries)
+
+
+def test_null_result_is_the_same_analysis_on_uniform_attention():
+    model = _frames(causal_first_sink)
+    null = V.null_result(model)
+    direct = _frames(causal_uniform)
+    assert null.ref == "null:hand" and null.analysis == "frames"
+    assert np.allclose(null.samples["first_token_share"], direct.samples["first_token_share"])
+
+
+def test_the_frame_claim_is_not_diagnostic_where_uniform_attention_is_classified_centralized_too():
+    short, long = (6, 8, 9, 12), (20, 25, 30, 35)
+    by = {(v.claim, v.question): v for v in V.evaluate_model(_frames(causal_first_sink, short))}
+    # every query on position 0: the first token takes everything
+    assert by[("1.bos_share", "holds")].estimate.value == pytest.approx(1.0)
+    assert by[("1.bos_share", "holds")].status == V.NOT_SUPPORTED  # 100 % is outside the printed 30-40 %
+    assert by[("1.bos_share", "reproduced")].status == V.NOT_EVALUATED  # no official notebook computes it
+    # short uniform rows give many keys a weight >= 0.1: the null is "distributed" and the sink model wins
+    assert by[("3.1.centralized", "holds")].status == V.SUPPORTED
+    assert by[("3.1.centralized", "holds")].null.value == "distributed"
+    # long uniform rows: argmax ties fall on position 0 and no key reaches 0.1, so the null is centralized too
+    by = {(v.claim, v.question): v for v in V.evaluate_model(_frames(causal_first_sink, long))}
+    assert by[("3.1.centralized", "holds")].status == V.NOT_DIAGNOSTIC
+
+
+def _information(make, lengths=(8, 10, 12, 14, 16, 18)) -> ModelResult:
+    rec = {**RECORD, "n_layers": 3, "n_heads": 4}
+    summaries = [InformationReducer()(stack(make(n), layers=3, heads=4), True) for n in lengths]
+    return information.from_summaries(rec, summaries)
+
+
+def test_information_measures_on_hand_built_samples_have_known_answers():
+    r = _information(causal_uniform)
+    red = np.array([[0.1, -0.2, -0.3], [0.3, -0.2, -0.1]])  # [sample, layer]
+    for mode in ("faithful", "corrected"):
+        r.samples[f"p90/{mode}/reduction"] = red
+    r.samples["p90/mass_all_heads"] = np.array([[0.5, 0.9, 0.7], [0.5, 0.7, 0.9]])
+    first = M.MEASURES["information.kl_first_layer"].fn(r, "corrected")
+    assert first.value == pytest.approx(0.2) and first.low == pytest.approx(0.1) and first.high == pytest.approx(0.3)
+    after = M.MEASURES["information.kl_max_layer_after_first"].fn(r, "corrected")
+    assert after.value == pytest.approx(-0.2)  # layer means -0.2, -0.2
+    assert M.MEASURES["information.kl_argmin_layer"].fn(r, "corrected").value in (1, 2)
+    rng = M.MEASURES["information.concentration_layers"].fn(r, "corrected")
+    assert (rng.value, rng.low, rng.high) == pytest.approx((0.8, 0.5, 0.8))
+    mx = M.MEASURES["information.concentration_max"].fn(r, "corrected")
+    assert mx.value == pytest.approx(0.8) and mx.high == pytest.approx(0.9) and "layer 1" in mx.detail
+
+
+def test_llama_kl_claim_excludes_layer_zero_and_encoder_claim_is_the_first_layer():
+    r = _information(causal_uniform)
+    for mode in ("faithful", "corrected"):
+        r.samples[f"p90/{mode}/reduction"] = np.array([[0.3, -0.2, -0.1]] * 5 + [[0.2, -0.1, -0.2]] * 5)
+    by = {(v.claim, v.question): v.status for v in V.evaluate_model(r)}
+    assert by[("E.kl_negative", "holds")] == V.SUPPORTED  # positive layer 0 is the stated exception
+    assert by[("5.1.kl_negative", "holds")] == V.NOT_SUPPORTED  # "negative throughout" has no exception
