@@ -58,9 +58,10 @@ def _seed(r: ModelResult) -> int:
     return int(r.params.get("seed", 0))
 
 
-def boot(x: np.ndarray, stat: Callable[[np.ndarray], float], seed: int = 0, n_boot: int = N_BOOT) -> Estimate:
-    """``stat`` of the mean over sentences of ``x`` ``[sample, ...]``, with a bootstrap interval over
-    sentences; an undefined statistic (NaN) in more than 5 % of resamples leaves it undetermined."""
+def boot(x: np.ndarray, stat: Callable[[np.ndarray], float], seed: int = 0, n_boot: int = N_BOOT,
+         level: float = 0.95) -> Estimate:
+    """``stat`` of the mean over sentences of ``x`` ``[sample, ...]``, with a ``level`` bootstrap interval
+    over sentences; an undefined statistic (NaN) in more than 5 % of resamples leaves it undetermined."""
     x = np.asarray(x, dtype=float)
     n = x.shape[0]
     with warnings.catch_warnings():
@@ -71,10 +72,12 @@ def boot(x: np.ndarray, stat: Callable[[np.ndarray], float], seed: int = 0, n_bo
         rng = np.random.default_rng(seed)
         draws = np.array([stat(np.nanmean(x[rng.integers(0, n, n)], 0)) for _ in range(n_boot)], dtype=float)
     ok = draws[~np.isnan(draws)]
+    kind = BOOT if level == 0.95 else f"{level:.1%} bootstrap over sentences"
     if math.isnan(value) or ok.size < 0.95 * n_boot:
-        return Estimate(value, math.nan, math.nan, n=n, interval=BOOT, undetermined=True,
+        return Estimate(value, math.nan, math.nan, n=n, interval=kind, undetermined=True,
                         detail="undefined in some resamples (a constant series or no data)")
-    return Estimate(value, float(np.quantile(ok, 0.025)), float(np.quantile(ok, 0.975)), n=n, interval=BOOT)
+    alpha = (1 - level) / 2
+    return Estimate(value, float(np.quantile(ok, alpha)), float(np.quantile(ok, 1 - alpha)), n=n, interval=kind)
 
 
 def _regions(layers: Sequence[int], n_layers: int) -> dict[str, list[int]]:
@@ -388,15 +391,18 @@ def _split_pearson(n_layers: int) -> Callable[[np.ndarray], float]:
 @measure("spectral.flip_threshold", "spectral")
 def flip_threshold(r: ModelResult, mode: Mode) -> Estimate | None:
     """Where the across-layer Fiedler-centralization correlation changes sign: the thresholds on either
-    side of the first change between correlations whose intervals exclude 0 (NaN: no change)."""
+    side of the first change between correlations whose intervals exclude 0 (NaN: no change). The
+    seven intervals are Bonferroni-widened (each at 1 - 0.05/7), so that a sign settled at any threshold
+    is settled at 95 % jointly."""
     from ..metrics.graphs import PAPER_THRESHOLDS
 
+    level = 1 - 0.05 / len(PAPER_THRESHOLDS)
     f, c = _graph(r, mode, "fiedler"), _graph(r, mode, "centralization")
     signs = []
     parts = []
     for i, t in enumerate(PAPER_THRESHOLDS):
         x = np.concatenate([f[:, i], c[:, i]], axis=1)  # [sample, 2 * layer]
-        est = boot(x, _split_pearson(f.shape[2]), _seed(r) + i)
+        est = boot(x, _split_pearson(f.shape[2]), _seed(r) + i, level=level)
         lo, hi = est.bounds()
         s = 0 if est.undetermined or (lo <= 0 <= hi) else (1 if lo > 0 else -1)
         signs.append(s)
@@ -406,7 +412,8 @@ def flip_threshold(r: ModelResult, mode: Mode) -> Estimate | None:
     n = f.shape[0]
     for (t0, s0), (t1, s1) in zip(settled, settled[1:], strict=False):
         if s0 != s1:
-            return Estimate(t1, t0, t1, n=n, interval="thresholds bracketing the change", detail=detail)
+            return Estimate(t1, t0, t1, n=n, interval="thresholds bracketing the change (Bonferroni over 7)",
+                            detail=detail)
     if len(settled) == len(signs):
         return Estimate(math.nan, n=n, interval="thresholds bracketing the change", detail="no change; " + detail)
     return Estimate(math.nan, n=n, interval="thresholds bracketing the change", undetermined=True,

@@ -132,6 +132,8 @@ def verdict_lines(verdicts: list[Verdict]) -> str:
                 body += f": ours {v.estimate.text()}"
                 if v.estimate.interval:
                     body += f" ({v.estimate.interval}, n = {v.estimate.n})"
+            if v.test:
+                body += f"; rule: {v.test}"
             if v.null is not None:
                 body += f"; null {v.null.text()} ({v.null_status})"
             if v.reason:
