@@ -2,7 +2,7 @@
 #   make book   run every page with the offline profile and build _build/html
 #   make test   lint (ruff, mypy), then the whole test suite
 # and helpers: make lab (JupyterLab on the templates), make lint, make test-fast (no real model, no
-# notebook run), make bench
+# notebook run), make bench, make reproduce (re-execute every page and compare with the committed copies)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book test test-fast test-floor lint lab html bench clean-cache
+.PHONY: book test test-fast test-floor lint lab html bench clean-cache reproduce
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,14 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 
 book: $(STAMP)
 	$(PY) -m sinkframes build --profile offline
+
+# Re-execute every page into a scratch folder and compare its text outputs with the committed copies
+# in book/ (the provenance line, which names the date and commit, is left out of the comparison)
+REPRO_DIR ?= $(CURDIR)/.cache/reproduce
+reproduce: $(STAMP)
+	rm -rf $(REPRO_DIR)
+	$(PY) -m sinkframes build --profile offline --out $(REPRO_DIR) --no-html
+	$(PY) bench/compare_pages.py book $(REPRO_DIR)
 
 # JupyterLab on the templates with the project's kernel; LAB_ARGS passes options (e.g. --no-browser --port=8890)
 lab: $(STAMP)

@@ -179,3 +179,24 @@ def test_llama_kl_claim_excludes_layer_zero_and_encoder_claim_is_the_first_layer
     by = {(v.claim, v.question): v.status for v in V.evaluate_model(r)}
     assert by[("E.kl_negative", "holds")] == V.SUPPORTED  # positive layer 0 is the stated exception
     assert by[("5.1.kl_negative", "holds")] == V.NOT_SUPPORTED  # "negative throughout" has no exception
+
+
+@pytest.mark.parametrize("rule", sorted(V.RULES))
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_no_rule_turns_a_non_finite_estimate_into_support(rule, bad):
+    params = next(c[1] for c in RULE_CASES if c[0] == rule)
+    for est in (E(bad), E(0.5, bad, 0.6), E(0.5, 0.4, bad), E(bad, bad, bad, undetermined=True)):
+        assert V.apply(rule, est, params)[0] != V.SUPPORTED, (rule, est)
+    assert V.apply(rule, E(0.5, 0.6, 0.4), params)[0] != V.SUPPORTED  # an inverted interval decides nothing
+
+
+def test_measures_on_nan_attention_summaries_are_undetermined_not_numbers():
+    r = _information(causal_uniform)
+    for key in list(r.samples):
+        if key != "n_tokens":
+            r.samples[key] = np.full_like(np.asarray(r.samples[key], dtype=float), np.nan)
+    for name in ("information.kl_first_layer", "information.kl_u_contrast", "information.concentration_max",
+                 "information.concentration_layers", "information.kl_argmin_layer"):
+        est = M.MEASURES[name].fn(r, "corrected")
+        assert est.undetermined, name
+        assert V.apply("above", est, {"threshold": 0.0})[0] == V.INCONCLUSIVE

@@ -208,6 +208,10 @@ def fiedler_correlations(ms: ModelResult, thresholds: Sequence[float] = PAPER_TH
       bootstrap interval from resampling sentences;
     - ``across sentences``: Pearson over sentences within each layer (as in ``fiedler.ipynb``),
       summarized by the median over layers and the share of layers with r > 0.
+
+    ``disconnected`` is the share of graphs (sentence x layer) at that threshold whose lambda2 is 0:
+    their Fiedler value carries no information, and a correlation over them is undefined (NaN) when
+    the series is constant.
     """
     lam = at(ms, "corrected/lambda2", thresholds)  # [sample, t, layer]
     S = lam.shape[0]
@@ -227,7 +231,8 @@ def fiedler_correlations(ms: ModelResult, thresholds: Sequence[float] = PAPER_TH
             rows.append({"model": ms.ref, "metric": name, "threshold": t,
                          "r across layers": r_layers[i], "low": lo, "high": hi,
                          "median r across sentences": np.median(rs) if rs.size else np.nan,
-                         "layers with r > 0": float((rs > 0).mean()) if rs.size else np.nan})
+                         "layers with r > 0": float((rs > 0).mean()) if rs.size else np.nan,
+                         "disconnected": float(np.mean(lam[:, i] <= 0))})
     return pd.DataFrame(rows)
 
 

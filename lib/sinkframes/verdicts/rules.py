@@ -22,10 +22,11 @@ NUMERIC_TOL = 1e-9
 
 
 def _undetermined(est: Estimate) -> bool:
+    """No decision possible: flagged so, a non-finite bound, or an inverted interval."""
     if est.undetermined:
         return True
     lo, hi = est.bounds()
-    return math.isnan(lo) or math.isnan(hi)
+    return not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi
 
 
 def above(est: Estimate, threshold: float) -> tuple[str, str]:
@@ -100,6 +101,8 @@ def flip_within(est: Estimate, low: float, high: float) -> tuple[str, str]:
         return INCONCLUSIVE, test
     if isinstance(est.value, str) or math.isnan(float(est.value)):
         return NOT_SUPPORTED, test  # every correlation settled with one sign: no change anywhere
+    if _undetermined(est):
+        return INCONCLUSIVE, test
     a, b = est.bounds()
     ok = low - NUMERIC_TOL <= a and b <= high + NUMERIC_TOL
     return (SUPPORTED if ok else NOT_SUPPORTED), test
