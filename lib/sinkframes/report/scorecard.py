@@ -122,15 +122,13 @@ def provenance_line(profile: str, saved: dict[str, PageVerdicts]) -> str:
 def summary(saved: dict[str, PageVerdicts], profile: str) -> str:
     """Plain counts of what the scorecard holds, in words."""
     cc = claim_counts(saved, profile)
-    c = counts(saved, profile)
+    holds = {str(k): int(v) for k, v in counts(saved, profile)["holds"].items()}
     models = ", ".join(f"`{m}` ({r['family']})" for m, r in models_of(saved).items())
-    held = int(c.loc["supported", "holds"])
-    not_diag = int(c.loc["not diagnostic", "holds"])
-    against = int(c.loc["not supported", "holds"])
+    held, not_diag, against = holds["supported"], holds["not diagnostic"], holds["not supported"]
     return (
         f"The registry holds {cc['claims']} claims; {cc['untestable']} cannot be tested by any profile (each says "
         f"why), {cc['no model here']} concern families without a model in the `{profile}` profile, and "
-        f"{cc['tested here']} were tested on {models}. Of the {int(c['holds'].sum())} (claim, model) pairs tested "
+        f"{cc['tested here']} were tested on {models}. Of the {sum(holds.values())} (claim, model) pairs tested "
         f"with the corrected computation, {held} are supported, {against} are not, {not_diag} are not diagnostic "
         "(a structureless null meets the claim too) and the rest are inconclusive or have no corrected measure."
     )
