@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import networkx as nx
+import scipy.sparse.linalg as sla
 import numpy as np
 import pytest
 import torch
@@ -134,7 +135,12 @@ def reference_one(a: np.ndarray, t: float, variant: str) -> dict[str, float]:
     dmax = d.max()
     basic = dmax / max(1, N_ - 1)
     S = (B + B.T) / 2
-    lam = np.sort(np.linalg.eigvalsh(np.diag(S.sum(1)) - S))
+    lap = np.diag(S.sum(1) - np.diag(S)) - (S - np.diag(np.diag(S)))
+    if variant == "laplacian" and n > g.LAPLACIAN_DENSE_MAX_TOKENS:  # the notebook's sparse solver
+        lam = np.sort(sla.eigsh(lap, k=3, which="SM", v0=g.arpack_start(n), return_eigenvectors=False))
+        lam = np.where(np.abs(lam) < g.ZERO_EIGENVALUE_TOL, 0.0, lam)
+    else:
+        lam = np.sort(np.linalg.eigvalsh(lap))
     out = {
         "fiedler": lam[1],
         "centralization": (dmax - d).sum() / (N_ - 1) ** 2 if dmax > 0 else 0.0,
@@ -245,3 +251,39 @@ def test_disconnected_graphs_have_exactly_zero_connectivity(monkeypatch):
     a[perm.tolist().index(0), perm.tolist().index(h)] = 0.2
     a[perm.tolist().index(h), perm.tolist().index(0)] = 0.2
     assert metrics([a], causal=False, thresholds=(0.01,))["corrected/lambda2"].item() > 1e-3
+
+
+def test_degree_variance_is_computed_without_cancellation():
+    deg = torch.tensor([[4000.0, 4001.0, 4000.0, 4001.0]])  # float32 E[d^2] - E[d]^2 loses the 0.25
+    st = g._degree_stats(deg, torch.ones(1, 4, dtype=torch.bool))
+    assert float(st["degree_variance"][0]) == 0.25
+
+
+def _two_stars(n: int) -> torch.Tensor:
+    """A causal attention matrix whose graph at t = 0.1 is two stars and many isolated tokens."""
+    a = torch.zeros(n, n)
+    a[:, 0] = 0.05
+    a[1:40, 0] = 1.0
+    a[41:45, 40] = 1.0
+    a[torch.arange(n), torch.arange(n)] = torch.where(a.sum(1) > 0.5, 0.0, 1.0)  # isolated tokens: self only
+    return a / a.sum(1, keepdim=True)
+
+
+def test_laplacian_variant_uses_arpack_above_fifty_tokens_and_the_dense_solver_below():
+    big = _two_stars(60)
+    m = metrics([big], causal=True, thresholds=(0.1,))
+    B = (big > 0.1).double().numpy()
+    S = (B + B.T) / 2
+    np.fill_diagonal(S, 0)
+    lap = np.diag(S.sum(1)) - S
+    dense = np.sort(np.linalg.eigvalsh(lap))[:3]
+    sparse = g.arpack_smallest(lap)
+    assert dense[1] == pytest.approx(0.0, abs=1e-9) and dense[2] == pytest.approx(0.0, abs=1e-9)  # many components
+    assert float(m["laplacian/fiedler"][0, 0]) == pytest.approx(sparse[1], abs=1e-6)
+    assert float(m["laplacian/spectral_gap"][0, 0]) == pytest.approx(sparse[2] - sparse[1], abs=1e-6)
+    assert float(m["fiedler/fiedler"][0, 0]) == pytest.approx(dense[1], abs=1e-9)  # fiedler.ipynb: always dense
+    # the start vector is fixed, so the official solver's answer repeats
+    assert np.array_equal(g.arpack_smallest(lap), sparse)
+    small = metrics([_two_stars(60)[:50, :50] / _two_stars(60)[:50, :50].sum(1, keepdim=True)], causal=True,
+                    thresholds=(0.1,))
+    assert float(small["laplacian/spectral_gap"][0, 0]) == pytest.approx(0.0, abs=1e-9)  # dense: all zeros found

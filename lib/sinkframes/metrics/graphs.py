@@ -12,7 +12,13 @@ that define the same names differently (``official_code_spec.md`` sections 3 and
     ``B = 1[A > t]`` with the diagonal (self-loops count 1 in in-degrees); degree statistics over
     all ``n`` nodes when ``n <= 50`` and over the nodes that have an edge when ``n > 50``;
     ``star_likeness = 0.3 * basic + 0.7 * gini`` (the composite); Laplacian of
-    ``S = (B + B^T) / 2`` (a one-way edge weighs 0.5). Fewer than 2 edges: every metric 0.
+    ``S = (B + B^T) / 2`` (a one-way edge weighs 0.5), all eigenvalues when ``n <= 50`` and the
+    three smallest from ARPACK (``eigsh``, ``which="SM"``, dense fallback) above, as the notebook
+    does: on a disconnected graph ARPACK finds only some copies of the repeated eigenvalue 0, so
+    its Fiedler value and spectral gap can differ from the dense solver's. The notebook starts
+    ARPACK from its internal random vector; this book starts it from a fixed one
+    (:func:`arpack_start`), so the behaviour is the official solver's and the numbers repeat.
+    Fewer than 2 edges: every metric 0.
 ``fiedler`` (faithful to ``fiedler.ipynb``)
     the same ``B`` and ``S``; degree statistics always over the nodes that have an edge;
     ``star_likeness = d_max / max(1, N - 1)`` (the basic ratio). Fewer than 2 edges: Fiedler and
@@ -24,6 +30,9 @@ that define the same names differently (``official_code_spec.md`` sections 3 and
     mean-symmetrization halves every decoder's connectivity). Both star-likeness definitions under
     their own names, and size-normalized variants: ``lambda2 / n`` and the density relative to
     the pairs the attention mask allows.
+
+Degree statistics and eigenvalue differences are computed in float64 (a variance as
+``E[(d - mean)^2]``, not ``E[d^2] - mean^2``), as numpy does in the official notebooks.
 """
 
 from __future__ import annotations
@@ -31,7 +40,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
+from scipy.sparse import csr_matrix
+from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 
 from ..types import MODES, Mode, check_mode
 
@@ -120,17 +132,18 @@ def _gini(deg: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
 
 
 def _degree_stats(deg: torch.Tensor, nodes: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Star-likeness, Gini, centralization and variance of in-degrees over a node set.
+    """Star-likeness, Gini, centralization and variance of in-degrees over a node set, in float64.
 
     ``deg`` ``[..., N]`` in-degrees (0 outside the set); ``nodes`` ``[..., N]`` bool node set.
     """
+    deg = deg.double()
     count = nodes.sum(-1).to(deg.dtype)  # [...]
     dmax = deg.amax(-1)
     total = deg.sum(-1)
     basic = dmax / (count - 1).clamp(min=1)
     central = torch.where(dmax > 0, (count * dmax - total) / (count - 1).clamp(min=1) ** 2, torch.zeros_like(dmax))
     mean = total / count.clamp(min=1)
-    var = (deg**2).sum(-1) / count.clamp(min=1) - mean**2
+    var = (((deg - mean[..., None]) ** 2) * nodes).sum(-1) / count.clamp(min=1)  # two-pass: no cancellation
     gini = _gini(deg, count)
     wb, wg = STAR_COMPOSITE_WEIGHTS
     return {
@@ -158,11 +171,46 @@ def _spectrum(weights: torch.Tensor, valid: torch.Tensor, k: int = 3) -> torch.T
     diag.zero_()  # self-loops do not enter a Laplacian
     big = 4.0 * weights.shape[-1] + 10.0
     diag.copy_(-lap.sum(-1) + (~valid).double() * big)
-    ev = torch.linalg.eigvalsh(lap)[..., :k]  # ascending
-    ev = torch.where(ev.abs() < ZERO_EIGENVALUE_TOL, torch.zeros_like(ev), ev).float()
+    ev = torch.linalg.eigvalsh(lap)[..., :k]  # ascending, float64
+    ev = torch.where(ev.abs() < ZERO_EIGENVALUE_TOL, torch.zeros_like(ev), ev)
     n = valid.sum(-1, keepdim=True)
     idx = torch.arange(k, device=ev.device)
     return torch.where(idx < n, ev, torch.full_like(ev, float("nan")))
+
+
+def arpack_start(n: int) -> np.ndarray:
+    """The fixed ARPACK start vector for an ``n``-node graph (seeded by ``n``; not constant, since the
+    constant vector is itself an eigenvector of every Laplacian)."""
+    return np.random.default_rng(n).uniform(-1.0, 1.0, n)
+
+
+def arpack_smallest(lap: np.ndarray, k: int = 3) -> np.ndarray:
+    """The ``k`` smallest eigenvalues of a Laplacian as ``laplacian.ipynb`` finds them above 50 nodes:
+    ARPACK ``eigsh(which="SM")`` (from :func:`arpack_start`), the dense solver when ARPACK fails."""
+    n = lap.shape[0]
+    try:
+        ev = eigsh(csr_matrix(lap), k=k, which="SM", v0=arpack_start(n), return_eigenvectors=False)
+    except (ArpackNoConvergence, ArpackError):
+        ev = np.linalg.eigvalsh(lap)[:k]
+    ev = np.sort(np.asarray(ev, dtype=np.float64))
+    return np.where(np.abs(ev) < ZERO_EIGENVALUE_TOL, 0.0, ev)
+
+
+def _laplacian_spectrum(sym: torch.Tensor, dense_ev: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    """``laplacian.ipynb``'s three smallest eigenvalues ``[threshold, graph, 3]``: the dense ones up to
+    ``LAPLACIAN_DENSE_MAX_TOKENS`` nodes, ARPACK's above (``sym`` ``[threshold, graph, N, N]``)."""
+    big = torch.nonzero(sizes > LAPLACIAN_DENSE_MAX_TOKENS).flatten().tolist()
+    if not big:
+        return dense_ev
+    ev = dense_ev.clone()
+    for gi in big:
+        n = int(sizes[gi])
+        for ti in range(sym.shape[0]):
+            w = sym[ti, gi, :n, :n].double().numpy().copy()
+            np.fill_diagonal(w, 0.0)  # self-loops do not enter a Laplacian
+            lap = np.diag(w.sum(1)) - w
+            ev[ti, gi] = torch.from_numpy(arpack_smallest(lap))
+    return ev
 
 
 def threshold_graph_metrics(
@@ -236,19 +284,21 @@ def threshold_graph_metrics(
         touched = (Bf.sum(-1) + deg) > 0  # nodes that appear in the edge list
         error = total < 2
         density = total / n**2
+        sym = 0.5 * (Bf + Bf.transpose(-1, -2))  # S = (B + B^T) / 2
         if corrected_ev is not None and one_way_only:
             # no pair passes both ways: (B + B^T) / 2 = max(B, B^T) / 2 off the diagonal
             ev = 0.5 * corrected_ev
         else:
-            ev = _spectrum(0.5 * (Bf + Bf.transpose(-1, -2)), full)  # S = (B + B^T) / 2
+            ev = _spectrum(sym, full)
         zero = torch.zeros_like(total)
         nan = torch.full_like(total, float("nan"))
         if "laplacian" in variants:
             dense = (sizes <= LAPLACIAN_DENSE_MAX_TOKENS)[None, :, None]
             st = _degree_stats(deg, torch.where(dense, valid[None].expand_as(touched), touched))
+            lev = _laplacian_spectrum(sym, ev, sizes) if spectra else ev
             vals = {
-                "fiedler": ev[..., 1],
-                "spectral_gap": ev[..., 2] - ev[..., 1],
+                "fiedler": lev[..., 1],
+                "spectral_gap": lev[..., 2] - lev[..., 1],
                 "star_likeness": st["star_composite"],
                 "basic_star_likeness": st["star_basic"],
                 "gini": st["gini"],
@@ -256,7 +306,7 @@ def threshold_graph_metrics(
                 "degree_variance": st["degree_variance"],
             }
             for k, v in vals.items():
-                out[f"laplacian/{k}"] = torch.where(error, zero, torch.nan_to_num(v, nan=0.0))
+                out[f"laplacian/{k}"] = torch.where(error, zero, torch.nan_to_num(v.to(a.dtype), nan=0.0))
             out["laplacian/density"] = density
             out["laplacian/error"] = error.to(a.dtype)
         if "fiedler" in variants:
@@ -267,7 +317,7 @@ def threshold_graph_metrics(
             out["fiedler/degree_variance"] = torch.where(error, nan, st["degree_variance"])
             out["fiedler/density"] = torch.where(error, nan, density)
             out["fiedler/error"] = error.to(a.dtype)
-    return out
+    return {k: v.to(a.dtype) for k, v in out.items()}  # computed in float64, stored like the attention
 
 
 @dataclass(frozen=True)
@@ -286,7 +336,7 @@ class SpectralReducer:
     head_threshold: float = 0.05
     head_metrics: tuple[str, ...] = ("star_basic", "centralization", "density_allowed")
     name: str = "spectral"
-    version: int = 4
+    version: int = 5
     thresholds: tuple[float, ...] = field(default=ALL_THRESHOLDS)
 
     def key(self) -> dict:
