@@ -72,4 +72,6 @@ class RunOptions:
         d = asdict(self)
         for name in ("batch_size", "progress", "use_cache", "device"):
             d.pop(name)
+        if d["truncation"]:
+            d["truncation"] = "tokenizer"  # the tokenizer's own truncation (end token kept), not a plain cut
         return d

@@ -45,8 +45,19 @@ def test_text_errors(texts):
         extract.tokenize(lm.tokenizer, texts, 5)
     ids = extract.tokenize(lm.tokenizer, texts, 5, truncation=True)
     assert max(len(x) for x in ids) == 5
+    assert ids == [x[:5] for x in extract.tokenize(lm.tokenizer, texts, 512)]  # a decoder: a plain cut
     with pytest.raises(extract.TextError, match="no texts"):
         extract.tokenize(lm.tokenizer, [], 64)
+
+
+def test_truncation_keeps_the_encoders_end_token(texts):
+    bert = models.load("tiny:bert", device="cpu")
+    full = extract.tokenize(bert.tokenizer, texts, 512)
+    cut = extract.tokenize(bert.tokenizer, texts, 8, truncation=True)
+    sep, cls = bert.tokenizer.sep_token_id, bert.tokenizer.cls_token_id
+    for f, c in zip(full, cut, strict=True):
+        assert len(c) == min(8, len(f)) and c[0] == cls and c[-1] == sep  # [CLS] ... [SEP], as the tokenizer cuts
+        assert c[1:-1] == f[1 : len(c) - 1]
 
 
 def test_force_bos_on_a_tokenizer_without_one(texts):

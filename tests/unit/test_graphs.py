@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import networkx as nx
-import scipy.sparse.linalg as sla
 import numpy as np
 import pytest
+import scipy.sparse.linalg as sla
 import torch
 
 from sinkframes.metrics import graphs as g

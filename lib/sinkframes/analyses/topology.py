@@ -144,14 +144,33 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
                   max_tokens: int = topo.FAITHFUL_MAX_TOKENS, **overrides: Any) -> ModelResult:
     """Faithful and corrected topology of ``ref`` on ``texts`` (streamed, cached).
 
-    ``max_tokens``: the official truncation of decoder sentences for the faithful numbers;
+    ``max_tokens``: the official truncation to ``max_tokens`` tokens for the faithful numbers. For a
+    decoder it is a cut of the attention (a causal prefix does not see later tokens); an encoder's
+    attention depends on every token, so its faithful numbers come from a second forward pass on
+    the texts as the tokenizer truncates them (keeping its end token), as the official notebook does.
     ``opts``/``overrides`` are run options (``batch_size=``, ``dtype=``, ...), recorded in ``params``.
     """
     o = RunOptions.build(opts, **overrides)
     ex = summarize(ref, texts, topo.TopologyReducer(max_tokens=max_tokens), o)
     r = from_summaries(ex.record, ex.tokens, ex.summaries or [], max_tokens=max_tokens)
     r.from_cache = ex.from_cache
+    if not r.causal:
+        cut_opts = o.with_(max_length=min(o.max_length, max_tokens), truncation=True)
+        cut = summarize(ref, texts, topo.TopologyReducer(max_tokens=max_tokens), cut_opts)
+        r = with_faithful_from(r, from_summaries(cut.record, cut.tokens, cut.summaries or [], max_tokens=max_tokens))
+        r.from_cache = ex.from_cache and cut.from_cache
     r.params.update(asdict(o))
+    return r
+
+
+def with_faithful_from(r: ModelResult, cut: ModelResult) -> ModelResult:
+    """``r`` with its faithful fields (and the tokens they name) taken from ``cut``, the same texts
+    tokenized with the official truncation."""
+    r.samples["faithful"] = cut.samples["faithful"]  # [sample, layer, field]
+    r.samples["faithful_top"] = cut.samples["faithful_top"]  # [sample, layer, head]
+    r.data["faithful_tokens"] = cut.data["tokens"]
+    r.data["faithful_truncation"] = f"tokenizer truncation to {r.data['max_tokens']} tokens (a second forward pass)"
+    r.layers = layer_summary(r)
     return r
 
 
@@ -320,12 +339,13 @@ def head_specialization(r: ModelResult, layers: list[int] | None = None) -> pd.D
     """
     layers = analysed_layers(r) if layers is None else layers
     tokens = r.data["tokens"]
+    f_tokens = r.data.get("faithful_tokens", tokens)  # encoders: the officially truncated texts
     n_tok, f_top, c_top = r.samples["n_tokens"], r.samples["faithful_top"], r.samples["corrected_top"]
     S = len(tokens)
     rows = []
     for layer in layers:
         for h in range(f_top.shape[2]):
-            f_lab = [tokens[s][f_top[s, layer, h]] for s in range(S)]
+            f_lab = [f_tokens[s][f_top[s, layer, h]] for s in range(S)]
             p_lab = [topo.position_label(int(c_top[s, layer, h]), int(n_tok[s])) for s in range(S)]
             c_lab = [tokens[s][c_top[s, layer, h]] for s in range(S)]
             ft, fc = _consistency(f_lab)

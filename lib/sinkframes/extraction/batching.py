@@ -73,7 +73,10 @@ def tokenize(
     empty = [i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
     if empty:
         raise TextError(f"empty text at positions {empty[:10]}; drop them before extraction")
-    ids = [tokenizer(t)["input_ids"] for t in texts]
+    if truncation:  # the tokenizer's own truncation keeps its end token ([SEP], </s>), as the official code's does
+        ids = [tokenizer(t, truncation=True, max_length=max_length)["input_ids"] for t in texts]
+    else:
+        ids = [tokenizer(t)["input_ids"] for t in texts]
     if bos_policy == "force":
         # the BOS token, or the EOS/document separator for tokenizers without one (Qwen2.5)
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
@@ -88,7 +91,7 @@ def tokenize(
                 f"{len(too_long)} text(s) exceed max_length={max_length} tokens (longest {worst}), e.g. positions "
                 f"{too_long[:10]}; raise max_length or pass truncation=True"
             )
-        ids = [x[:max_length] for x in ids]
+        ids = [x[:max_length] for x in ids]  # only a forced BOS can still overflow by one
     return ids
 
 

@@ -285,11 +285,8 @@ def threshold_graph_metrics(
         error = total < 2
         density = total / n**2
         sym = 0.5 * (Bf + Bf.transpose(-1, -2))  # S = (B + B^T) / 2
-        if corrected_ev is not None and one_way_only:
-            # no pair passes both ways: (B + B^T) / 2 = max(B, B^T) / 2 off the diagonal
-            ev = 0.5 * corrected_ev
-        else:
-            ev = _spectrum(sym, full)
+        # no pair passing both ways: (B + B^T) / 2 = max(B, B^T) / 2 off the diagonal, a spectrum already known
+        ev = 0.5 * corrected_ev if corrected_ev is not None and one_way_only else _spectrum(sym, full)
         zero = torch.zeros_like(total)
         nan = torch.full_like(total, float("nan"))
         if "laplacian" in variants:

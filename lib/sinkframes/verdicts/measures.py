@@ -494,8 +494,9 @@ def _head_shares(r: ModelResult, mode: Mode) -> tuple[float, float, int]:
     spec = head_specialization(r)
     if mode == "faithful":  # the official rule: the same token string at the argmax in every sentence
         full = spec["faithful consistency"] >= 1.0
-        first_tok = {t[0] for t in r.data["tokens"] if t}
-        last_tok = {t[-1] for t in r.data["tokens"] if t}
+        toks = r.data.get("faithful_tokens", r.data["tokens"])  # encoders: the officially truncated texts
+        first_tok = {t[0] for t in toks if t}
+        last_tok = {t[-1] for t in toks if t}
         first = float((full & spec["faithful token"].isin(first_tok)).mean())
         last = float((full & spec["faithful token"].isin(last_tok)).mean())
     else:

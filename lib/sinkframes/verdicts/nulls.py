@@ -87,6 +87,11 @@ def null_result(result: ModelResult) -> ModelResult:
         max_tokens = int(result.params.get("max_tokens", result.data.get("max_tokens", 30)))
         summaries = null_summaries(result, TopologyReducer(max_tokens=max_tokens))
         r = topology.from_summaries(rec, result.data["tokens"], summaries, max_tokens=max_tokens)
+        if "faithful_tokens" in result.data:  # an encoder's faithful numbers come from truncated texts
+            cut_tokens = result.data["faithful_tokens"]
+            shadow = ModelResult(result.analysis, result.record, len(cut_tokens), data={"tokens": cut_tokens})
+            cut = null_summaries(shadow, TopologyReducer(max_tokens=max_tokens))
+            r = topology.with_faithful_from(r, topology.from_summaries(rec, cut_tokens, cut, max_tokens=max_tokens))
     elif result.analysis == "softmax_geometry":
         from ..analyses import softmax_geometry
         from ..metrics.simplex import SimplexSummaryReducer
