@@ -115,3 +115,13 @@ def test_capture_summaries_are_cached(texts):
     _, again, hit2 = gv.capture.summarize_captures("tiny:llama", texts[:2], gv.GeometryValuesReducer(), progress=False)
     assert hit2 and extract.STATS["forward_passes"] == mid > before
     torch.testing.assert_close(again[0]["corrected_entropy"], sums[0]["corrected_entropy"])
+
+
+def test_first_to_last_changes_are_paired_with_intervals_and_corrected_tests():
+    mg = gv.from_summaries(RECORD, [_summary(1.0), _summary(2.0), _summary(3.0)])
+    t = gv.change_table([mg]).set_index(["mode", "measure"])
+    ent = t.loc[("corrected", "entropy")]
+    assert ent["last - first"] == pytest.approx(-1.0) and ent["low"] == ent["high"] == pytest.approx(-1.0)
+    mag = t.loc[("faithful", "magnitude")]  # 3, 6, 9 by sentence: mean 6, interval inside [3, 9]
+    assert mag["last - first"] == pytest.approx(6.0) and 3.0 <= mag["low"] <= mag["high"] <= 9.0
+    assert ent["n"] == 3 and (t["p (Holm)"] >= t["p (sign flip)"]).all()

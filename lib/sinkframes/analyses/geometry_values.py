@@ -206,3 +206,24 @@ def reference_counts(results: list[ModelResult]) -> pd.DataFrame:
             "paper": reported.get(frame, float("nan")),
         })
     return pd.DataFrame(rows)
+
+
+def change_table(results: list[ModelResult], seed: int = 0) -> pd.DataFrame:
+    """First-to-last-layer change of entropy, magnitude and alignment per model and mode, as a paired
+    comparison over sentences: the mean difference (last - first) with a 95 % bootstrap interval and a
+    sign-flip test of zero difference, Holm-corrected across the rows of the table."""
+    rows = []
+    for r in results:
+        for mode in MODES:
+            for name in ("entropy", "magnitude", "alignment"):
+                x = r.samples[f"{mode}_{name}"]  # [sample, layer]
+                d = x[:, -1] - x[:, 0]  # [sample]: paired by sentence
+                mean, lo, hi = stats.bootstrap_ci(d, seed=seed)
+                _, p = stats.sign_flip_test(d[~np.isnan(d)], seed=seed)
+                rows.append({"model": r.ref, "mode": mode, "measure": name,
+                             "first": stats.nanmean(x[:, 0]), "last": stats.nanmean(x[:, -1]),
+                             "last - first": mean, "low": lo, "high": hi, "n": int(np.sum(~np.isnan(d))),
+                             "p (sign flip)": p})
+    out = pd.DataFrame(rows)
+    out["p (Holm)"] = stats.holm(out["p (sign flip)"].to_numpy())
+    return out
