@@ -164,9 +164,10 @@ def region_peaks(ms: ModelResult, metric: str, thresholds: Sequence[float] = PAP
                  seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
     """Per threshold: early/middle/late means of a corrected metric and the middle-peak factor.
 
-    The factor ``min(middle/early, middle/late)`` is computed from sentence means, with a 95 %
-    bootstrap interval (sentences resampled); "middle peak" is claimed only when the whole
-    interval lies above 1. The mirror image, a U shape, uses the dip factor
+    The factor ``min(middle/early, middle/late)`` is computed from sentence means, with a bootstrap
+    interval (sentences resampled) at level ``1 - 0.05 / len(thresholds)``: one test per threshold,
+    Bonferroni-corrected, so that a claim "at some threshold" holds at 95 % jointly. "middle peak" is
+    claimed only when the whole interval lies above 1. The mirror image, a U shape, uses the dip factor
     ``max(middle/early, middle/late)``: "middle dip" only when its whole interval lies below 1.
     """
     x = at(ms, f"corrected/{metric}", thresholds)  # [sample, t, layer]
@@ -178,12 +179,13 @@ def region_peaks(ms: ModelResult, metric: str, thresholds: Sequence[float] = PAP
     dist = _peak_factor(_region_means(boot, ms.n_layers))  # [boot, t]
     dip_point = _dip_factor(reg)  # [t]
     dip_dist = _dip_factor(_region_means(boot, ms.n_layers))  # [boot, t]
+    alpha = 0.05 / len(thresholds) / 2  # Bonferroni over the thresholds, two-sided
+    q = [alpha, 1 - alpha]
     rows = []
     for i, t in enumerate(thresholds):
-        lo, hi = np.nanquantile(dist[:, i], [0.025, 0.975]) if np.isfinite(dist[:, i]).any() else (np.nan, np.nan)
+        lo, hi = np.nanquantile(dist[:, i], q) if np.isfinite(dist[:, i]).any() else (np.nan, np.nan)
         verdict = "middle peak" if lo > 1 else ("no middle peak" if hi < 1 else "undecided")
-        dlo, dhi = (np.nanquantile(dip_dist[:, i], [0.025, 0.975]) if np.isfinite(dip_dist[:, i]).any()
-                    else (np.nan, np.nan))
+        dlo, dhi = np.nanquantile(dip_dist[:, i], q) if np.isfinite(dip_dist[:, i]).any() else (np.nan, np.nan)
         rows.append({"model": ms.ref, "metric": metric, "threshold": t, "early": reg[i, 0], "middle": reg[i, 1],
                      "late": reg[i, 2], "peak factor": point[i], "low": lo, "high": hi, "verdict": verdict,
                      "dip factor": dip_point[i], "dip low": dlo, "dip high": dhi, "middle dip": bool(dhi < 1)})
