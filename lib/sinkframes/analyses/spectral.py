@@ -81,7 +81,7 @@ def spectra_from_summaries(record: dict[str, Any], summaries: list[dict[str, tor
     if not summaries:
         raise ValueError("no samples to aggregate")
     names = [k for k in summaries[0] if k != "n_tokens"]
-    values = {k: torch.stack([s[k].float() for s in summaries]).numpy() for k in names}
+    values = {k: torch.stack([s[k].double() for s in summaries]).numpy() for k in names}  # float64, as numpy
     return from_values(record, values, np.array([int(s["n_tokens"]) for s in summaries]), thresholds)
 
 

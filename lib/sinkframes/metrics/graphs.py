@@ -303,7 +303,7 @@ def threshold_graph_metrics(
                 "degree_variance": st["degree_variance"],
             }
             for k, v in vals.items():
-                out[f"laplacian/{k}"] = torch.where(error, zero, torch.nan_to_num(v.to(a.dtype), nan=0.0))
+                out[f"laplacian/{k}"] = torch.where(error, zero.double(), torch.nan_to_num(v.double(), nan=0.0))
             out["laplacian/density"] = density
             out["laplacian/error"] = error.to(a.dtype)
         if "fiedler" in variants:
@@ -314,7 +314,7 @@ def threshold_graph_metrics(
             out["fiedler/degree_variance"] = torch.where(error, nan, st["degree_variance"])
             out["fiedler/density"] = torch.where(error, nan, density)
             out["fiedler/error"] = error.to(a.dtype)
-    return {k: v.to(a.dtype) for k, v in out.items()}  # computed in float64, stored like the attention
+    return {k: v.double() for k, v in out.items()}  # float64 throughout, as numpy computes the official values
 
 
 @dataclass(frozen=True)
@@ -333,7 +333,7 @@ class SpectralReducer:
     head_threshold: float = 0.05
     head_metrics: tuple[str, ...] = ("star_basic", "centralization", "density_allowed")
     name: str = "spectral"
-    version: int = 5
+    version: int = 6
     thresholds: tuple[float, ...] = field(default=ALL_THRESHOLDS)
 
     def key(self) -> dict:
