@@ -22,7 +22,7 @@ TEMPLATES = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def test_every_template_is_in_the_manifest():
-    assert sorted(ROOT / p.template for p in M.pages) == TEMPLATES
+    assert sorted({ROOT / p.template for p in M.pages}) == TEMPLATES
 
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.name)
@@ -56,8 +56,25 @@ def test_manifest_parameters_are_template_parameters(page):
     for profile in manifest.PROFILES:
         unknown = set(page.params_for(profile)) - names
         assert not unknown, f"{page.id}/{profile}: {unknown}"
-    title = next(c for c in nb.cells if c.cell_type == "markdown").source.splitlines()[0]
-    assert title == f"# {page.title}"
+    shared = sum(p.template == page.template for p in M.pages) > 1
+    if not shared:  # a shared template has a generic title; the batch run gives each page its own
+        title = next(c for c in nb.cells if c.cell_type == "markdown").source.splitlines()[0]
+        assert title == f"# {page.title}"
+
+
+def test_the_family_appendices_are_one_template_run_with_other_parameters():
+    pages = [p for p in M.pages if p.template == "notebooks/family_appendix.ipynb"]
+    assert [p.params_for("offline")["family"] for p in pages] == ["llama", "qwen", "gemma_mistral", "encoders",
+                                                                    "phi", "pythia"]
+    assert [p.part for p in pages] == ["Model families"] * 6
+    executed = [nbformat.read(ROOT / p.output, as_version=4) for p in pages]
+    code = [[c.source for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])
+             and not c.source.startswith("# On Colab")] for nb in executed]
+    assert all(c == code[0] for c in code[1:]) and code[0]  # the same code, cell for cell
+    titles = [next(c for c in nb.cells if c.cell_type == "markdown").source.splitlines()[0] for nb in executed]
+    assert titles == [f"# {p.title}" for p in pages]
+    families = {nb.metadata["papermill"]["parameters"]["family"] for nb in executed}
+    assert len(families) == 6  # ... with other parameters
 
 
 def test_toc_matches_manifest():

@@ -41,6 +41,21 @@ def clean_executed(path: Path) -> None:
     nbformat.write(nb, path)
 
 
+def set_title(path: Path, title: str) -> None:
+    """Give an executed page the manifest's title (one template can serve several pages: the family
+    appendices), as the first line of its first markdown cell."""
+    nb = nbformat.read(path, as_version=4)
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is None:
+        return
+    lines = first.source.splitlines()
+    heading = f"# {title}"
+    if not lines or lines[0] != heading:
+        first.source = "\n".join([heading, *lines[1:]]) if lines and lines[0].startswith("# ") else (
+            "\n".join([heading, "", *lines]))
+        nbformat.write(nb, path)
+
+
 def has_error_output(path: Path) -> list[str]:
     """Names of the error outputs an executed notebook holds (empty list when clean)."""
     nb = nbformat.read(path, as_version=4)
@@ -77,6 +92,7 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
         if errors:
             raise RuntimeError(f"page {page.id} holds error outputs: {errors}")
         clean_executed(tmp)
+        set_title(tmp, page.title)
         os.replace(tmp, target)
     finally:
         if tmp.exists():

@@ -12,6 +12,7 @@ import ast
 import json
 from typing import Any
 
+from ..paper.claims import APPENDIX_OF
 from ..types import BOS_POLICIES
 
 
@@ -81,6 +82,7 @@ _INT_MIN = {
     "seed": None,
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
+    "family": tuple(APPENDIX_OF),
     "dataset": ("embedded", "paper"),
     "bos_policy": BOS_POLICIES,
     "selection": ("balanced", "official"),
@@ -119,6 +121,8 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:
         problems.append(f"csv_path must be a path or URL (a string) or None, got {params['csv_path']!r}")
     if params.get("dataset") == "paper" and not params.get("csv_path"):
         problems.append("dataset='paper' needs csv_path (a local path or URL of wiki_dataset_sink.csv)")
+    if "pipeline_check" in params and not isinstance(params["pipeline_check"], bool):
+        problems.append(f"pipeline_check must be true or false, got {params['pipeline_check']!r}")
     if "example_threshold" in params:
         t = params["example_threshold"]
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1:

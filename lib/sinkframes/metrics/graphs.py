@@ -198,14 +198,17 @@ def arpack_smallest(lap: np.ndarray, k: int = 3) -> np.ndarray:
 
 def _laplacian_spectrum(sym: torch.Tensor, dense_ev: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     """``laplacian.ipynb``'s three smallest eigenvalues ``[threshold, graph, 3]``: the dense ones up to
-    ``LAPLACIAN_DENSE_MAX_TOKENS`` nodes, ARPACK's above (``sym`` ``[threshold, graph, N, N]``)."""
+    ``LAPLACIAN_DENSE_MAX_TOKENS`` nodes, ARPACK's above (``sym`` ``[threshold, graph, N, N]``).
+
+    ARPACK is asked only where the dense solver sees a repeated zero (a disconnected graph): with a
+    simple zero both solvers find the same three eigenvalues, so the dense ones stand."""
     big = torch.nonzero(sizes > LAPLACIAN_DENSE_MAX_TOKENS).flatten().tolist()
     if not big:
         return dense_ev
     ev = dense_ev.clone()
     for gi in big:
         n = int(sizes[gi])
-        for ti in range(sym.shape[0]):
+        for ti in torch.nonzero(dense_ev[:, gi, 1] == 0).flatten().tolist():
             w = sym[ti, gi, :n, :n].double().numpy().copy()
             np.fill_diagonal(w, 0.0)  # self-loops do not enter a Laplacian
             lap = np.diag(w.sum(1)) - w
@@ -333,7 +336,7 @@ class SpectralReducer:
     head_threshold: float = 0.05
     head_metrics: tuple[str, ...] = ("star_basic", "centralization", "density_allowed")
     name: str = "spectral"
-    version: int = 6
+    version: int = 7
     thresholds: tuple[float, ...] = field(default=ALL_THRESHOLDS)
 
     def key(self) -> dict:

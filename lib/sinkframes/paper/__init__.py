@@ -2,6 +2,7 @@
 (``claims``), and what the official notebooks printed (``official``)."""
 
 from .claims import (
+    APPENDIX_OF,
     CLAIM_COLUMNS,
     CLAIMS,
     CLAIMS_BY_ID,
@@ -28,6 +29,7 @@ from .claims import (
 from .official import RESULTS_SAMPLE_TOPOLOGY, RESULTS_SAMPLE_TOPOLOGY_COLUMNS, results_sample_topology
 
 __all__ = [
+    "APPENDIX_OF",
     "CLAIMS",
     "CLAIMS_BY_ID",
     "CLAIM_COLUMNS",

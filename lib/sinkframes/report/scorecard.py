@@ -8,7 +8,7 @@ from collections import Counter
 import pandas as pd
 
 from ..book.manifest import Manifest
-from ..paper import CLAIMS, Claim
+from ..paper import APPENDIX_OF, CLAIMS, Claim
 from ..verdicts import NOT_EVALUATED, QUESTIONS, STATUSES, PageVerdicts, Verdict
 
 NOT_THIS_FAMILY = "-"
@@ -89,6 +89,9 @@ def claim_counts(saved: dict[str, PageVerdicts], profile: str) -> dict[str, int]
 def html_table(table: pd.DataFrame, manifest: Manifest) -> str:
     """The scorecard as an HTML table, one block per section, each claim linked to the page that tests it."""
     titles = {p.id: (p.output.split("/")[-1].replace(".ipynb", ".html"), p.title) for p in manifest.pages}
+    # claims of appendices E-J link to their family page, the others to the section page that tests them
+    appendix_page = {APPENDIX_OF[str(p.parameters["offline"]["family"])]: p.id for p in manifest.pages
+                     if "family" in p.parameters.get("offline", {})}
     model_cols = [c for c in table.columns if c.endswith("?")]
     head = ["claim", "where", "about", "quantity", "paper", *model_cols, "note"]
     out = ['<table class="scorecard">', "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
@@ -96,7 +99,7 @@ def html_table(table: pd.DataFrame, manifest: Manifest) -> str:
     for section, g in table.groupby("section", sort=False):
         out.append(f'<tr><th colspan="{len(head)}">Section {html.escape(str(section))}</th></tr>')
         for _, r in g.iterrows():
-            target = titles.get(r["page"])
+            target = titles.get(appendix_page.get(str(r["section"]), r["page"]))
             claim = html.escape(r["claim"])
             if target:
                 claim = (f'<a href="{target[0]}#what-the-evidence-supports" title="{html.escape(target[1])}">'

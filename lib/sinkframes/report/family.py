@@ -1,0 +1,317 @@
+"""The model-family appendices (paper appendices E-J): one page per family, a view of the claims registry.
+
+Each page runs the analyses that already exist (topology, spectral graphs, information geometry, the
+value space) on the family's models, shows the per-family tables the appendix prints beside the
+paper's values, and gives both verdicts of every claim of that appendix. Families without a real
+model in a profile run the pipeline on random weights of their architecture: a check that the code
+runs end to end, which shows no number and decides no claim.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import stats, verdicts
+from ..analyses import geometry_values, information, spectral, topology
+from ..analyses.base import ModelResult
+from ..metrics.graphs import PAPER_THRESHOLDS
+from ..paper import APPENDIX_OF, CLAIMS, Claim
+from ..types import RunOptions
+
+
+@dataclass(frozen=True)
+class Family:
+    """One appendix: its letter, the paper families it covers and how it is named."""
+
+    key: str
+    appendix: str
+    families: tuple[str, ...]
+    name: str
+
+
+FAMILIES: dict[str, Family] = {
+    f.key: f
+    for f in (
+        Family("llama", APPENDIX_OF["llama"], ("llama",), "Llama"),
+        Family("qwen", APPENDIX_OF["qwen"], ("qwen",), "Qwen2.5"),
+        Family("gemma_mistral", APPENDIX_OF["gemma_mistral"], ("gemma", "mistral"), "Gemma and Mistral"),
+        Family("encoders", APPENDIX_OF["encoders"], ("bert", "xlm-roberta"), "BERT and XLM-RoBERTa"),
+        Family("phi", APPENDIX_OF["phi"], ("phi",), "Phi-2"),
+        Family("pythia", APPENDIX_OF["pythia"], ("pythia",), "Pythia"),
+    )
+}
+#: the analyses a family page runs, in page order
+ANALYSES = ("topology", "spectral", "information", "values")
+
+
+def family_of(key: str) -> Family:
+    """The appendix of ``key``; an unknown key is an error that lists the known ones."""
+    if key not in FAMILIES:
+        raise ValueError(f"unknown family {key!r}; choose one of {', '.join(FAMILIES)}")
+    return FAMILIES[key]
+
+
+def appendix_claims(key: str) -> list[Claim]:
+    """The registry's claims printed in the family's appendix."""
+    letter = family_of(key).appendix
+    return [c for c in CLAIMS if c.section == letter]
+
+
+def claims_table(key: str) -> pd.DataFrame:
+    """The appendix's claims as the paper prints them, with how each is decided (or why it is not)."""
+    rows = [{"claim": c.id, "where": c.where, "about": c.subject, "quantity": c.quantity, "paper": c.printed,
+             "rule": f"{c.rule} {dict(c.params)}" if c.testable else "", "null": c.null,
+             "not testable because": c.untestable} for c in appendix_claims(key)]
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class FamilyResults:
+    """What a family page computed: one list of results per analysis (empty for a pipeline check's numbers)."""
+
+    family: Family
+    models: list[str]
+    pipeline_check: bool
+    results: dict[str, list[ModelResult]] = field(default_factory=dict)
+
+    def all(self) -> list[ModelResult]:
+        return [r for name in ANALYSES for r in self.results.get(name, [])]
+
+
+def run(key: str, models: list[str], texts: list[str], opts: RunOptions, *, n_output: int, n_fisher: int,
+        seed: int = 0, pipeline_check: bool = False) -> FamilyResults:
+    """Every analysis of the page on ``models`` (each cached as on the section pages)."""
+    fam = family_of(key)
+    out = FamilyResults(fam, list(models), pipeline_check)
+    out.results["topology"] = topology.analyse(models, texts, opts)
+    out.results["spectral"] = spectral.analyse(models, texts, opts, seed=seed)
+    out.results["information"] = information.analyse(models, texts, opts, n_output=n_output, n_fisher=n_fisher,
+                                                     seed=seed)
+    out.results["values"] = geometry_values.analyse(models, texts, opts, seed=seed)
+    return out
+
+
+def header(fr: FamilyResults) -> str:
+    """What the page shows, in words: real models, or a pipeline check that decides nothing."""
+    fam = fr.family
+    names = ", ".join(f"`{m}`" for m in fr.models)
+    if fr.pipeline_check:
+        return (f"**Pipeline check only.** No real {fam.name} model runs in this profile: {names} "
+                f"{'has' if len(fr.models) == 1 else 'have'} random weights with the family's architecture. The "
+                "analyses below ran end to end on it, which tests the code path the paper's models take; no "
+                "number is shown and no claim is decided. The claims of appendix "
+                f"{fam.appendix} are *not evaluated* here: `python -m sinkframes build --profile paper --pages "
+                f"appendix_{fam.appendix.lower()}_{fam.key}` evaluates them on the paper's models (network and, for "
+                "the large ones, a GPU), or open this page on Colab and set `models`.")
+    return (f"Models: {names}, standing in for the paper's {fam.name} models of appendix {fam.appendix}. They are "
+            "tested against the claims of the family the paper assigns to their architecture.")
+
+
+def pipeline_table(fr: FamilyResults) -> pd.DataFrame:
+    """Which analysis ran on which model, with the shapes it produced (no values)."""
+    rows = []
+    for name in ANALYSES:
+        for r in fr.results.get(name, []):
+            rows.append({"analysis": name, "model": r.ref, "architecture": r.record["architecture"],
+                         "layers": r.n_layers, "heads": r.record["n_heads"], "sentences": r.n_sentences,
+                         "completed": True})
+    return pd.DataFrame(rows)
+
+
+def _region_means(x: np.ndarray, n_layers: int) -> dict[str, float]:
+    """``x`` ``[layer]`` -> first layer, early, middle, late, last layer."""
+    reg = stats.layer_regions(n_layers)
+    out = {"first layer": float(x[0])}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out.update({k: float(np.nanmean(x[v])) if v else float("nan") for k, v in reg.items()})
+    out["last layer"] = float(x[-1])
+    return out
+
+
+def topology_summary(fr: FamilyResults) -> pd.DataFrame:
+    """Per model: Betti numbers and persistence early -> late (corrected, means over the paper's
+    thresholds; faithful at the official first and last analysed layers) and head specialization."""
+    rows = []
+    for r in fr.results.get("topology", []):
+        lay = topology.layer_summary(r)
+        beta0 = lay[[c for c in lay.columns if c.startswith("β0@")]].to_numpy().mean(1)  # [layer]
+        beta1 = lay[[c for c in lay.columns if c.startswith("β1@")]].to_numpy().mean(1)  # [layer]
+        reg = stats.layer_regions(r.n_layers)
+        early, late = reg["early"], reg["late"]
+        spec = topology.head_specialization(r)
+        strong = spec["position consistency"] >= topology.CLAIM_RULES["bos_min_consistency"]
+        f_an = lay[lay["analysed"]]
+        rows.append({
+            "model": r.ref,
+            "β0 early -> late": f"{np.mean(beta0[early]):.2f} -> {np.mean(beta0[late]):.2f}",
+            "β1 early -> late": f"{np.mean(beta1[early]):.2f} -> {np.mean(beta1[late]):.2f}",
+            "total persistence H0 early -> late": (f"{lay['total pers. H0'].iloc[early].mean():.3f} -> "
+                                                   f"{lay['total pers. H0'].iloc[late].mean():.3f}"),
+            "faithful Betti0 first -> last": (f"{f_an['faithful betti0'].iloc[0]:.2f} -> "
+                                              f"{f_an['faithful betti0'].iloc[-1]:.2f}"),
+            "faithful Betti1 first -> last": (f"{f_an['faithful betti1'].iloc[0]:.2f} -> "
+                                              f"{f_an['faithful betti1'].iloc[-1]:.2f}"),
+            "faithful persistence first -> last": (f"{f_an['faithful dim0_avg'].iloc[0]:.4f} -> "
+                                                   f"{f_an['faithful dim0_avg'].iloc[-1]:.4f}"),
+            "heads fixed on position 0": float((strong & (spec["position"] == "first")).mean()),
+            "heads fixed on the last token": float((strong & (spec["position"] == "last")).mean()),
+            "most common token (official reading)": spec["faithful token"].mode().iloc[0],
+        })
+    return pd.DataFrame(rows)
+
+
+def spectral_summary(fr: FamilyResults) -> pd.DataFrame:
+    """Per model: algebraic connectivity by region (threshold-averaged) and its peak ratio,
+    star-likeness (both definitions), degree centralization."""
+    rows = []
+    for r in fr.results.get("spectral", []):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lam = np.nanmean(spectral.at(r, "corrected/lambda2", PAPER_THRESHOLDS), axis=(0, 1))  # [layer]
+            official = np.nanmean(spectral.at(r, "laplacian/fiedler", PAPER_THRESHOLDS), axis=(0, 1))
+            comp = float(np.nanmean(spectral.at(r, "laplacian/star_likeness", PAPER_THRESHOLDS)))
+            basic = float(np.nanmean(spectral.at(r, "corrected/star_basic", PAPER_THRESHOLDS)))
+            cent = float(np.nanmean(spectral.at(r, "corrected/centralization", PAPER_THRESHOLDS)))
+        reg = _region_means(lam, r.n_layers)
+        off = _region_means(official, r.n_layers)
+        rows.append({
+            "model": r.ref,
+            "λ2 early / middle / late": f"{reg['early']:.2f} / {reg['middle']:.2f} / {reg['late']:.2f}",
+            "middle peak ratio": reg["middle"] / max(reg["early"], reg["late"]),
+            "official Fiedler early -> late": f"{off['early']:.2f} -> {off['late']:.2f}",
+            "composite star-likeness (official)": comp,
+            "basic star-likeness (corrected)": basic,
+            "degree centralization": cent,
+        })
+    return pd.DataFrame(rows)
+
+
+def fiedler_table(fr: FamilyResults) -> pd.DataFrame:
+    """The across-layer Fiedler-centralization correlation at the paper's seven thresholds, per model."""
+    frames = []
+    for r in fr.results.get("spectral", []):
+        c = spectral.fiedler_correlations(r, seed=int(r.params.get("seed", 0)))
+        c = c[c["metric"] == "centralization"]
+        frames.append(c.pivot(index="model", columns="threshold", values="r across layers"))
+    return pd.concat(frames) if frames else pd.DataFrame()
+
+
+def information_summary(fr: FamilyResults) -> pd.DataFrame:
+    """Per model: corrected KL reduction by region, sink concentration by depth with its maximum and
+    where, and the Fisher shares (early third, attention vs MLP)."""
+    rows = []
+    fisher = information.fisher_table(fr.results.get("information", []))
+    for r in fr.results.get("information", []):
+        d = information.model_layers(r, "corrected")
+        kl = _region_means(d["kl_reduction"].to_numpy(), r.n_layers)
+        mass = d["sink_mass"].to_numpy()
+        row: dict[str, Any] = {"model": r.ref, **{f"KL {k}": v for k, v in kl.items()}}
+        row["sink concentration early / middle / late"] = " / ".join(
+            f"{v:.0%}" for k, v in _region_means(mass, r.n_layers).items() if k in ("early", "middle", "late"))
+        row["max sink concentration"] = f"{np.nanmax(mass):.1%} at layer {int(np.nanargmax(mass))} of {r.n_layers}"
+        f = fisher[(fisher["model"] == r.ref) & (fisher["mode"] == "corrected")] if len(fisher) else fisher
+        if len(f):
+            row["Fisher early third"] = f"{f['early_share'].iloc[0]:.0%}"
+            row["Fisher attention / MLP"] = f"{f['attention_share'].iloc[0]:.0%} / {f['mlp_share'].iloc[0]:.0%}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def values_summary(fr: FamilyResults) -> pd.DataFrame:
+    """Per model: reference tokens (both rules) and the first-to-last changes of the value space."""
+    res = fr.results.get("values", [])
+    if not res:
+        return pd.DataFrame()
+    counts = geometry_values.reference_counts(res).set_index("model")
+    change = geometry_values.change_table(res)
+    change = change[change["mode"] == "corrected"]
+    rows = []
+    for r in res:
+        c = {str(row["measure"]): row for _, row in change[change["model"] == r.ref].iterrows()}
+        rows.append({
+            "model": r.ref,
+            "reference tokens (official rule)": counts.loc[r.ref, "official rule (faithful)"],
+            "reference tokens (per-head rule)": counts.loc[r.ref, "per-head rule (corrected)"],
+            **{f"{m} last - first [95 %]": _interval(c[m]) for m in ("entropy", "magnitude", "alignment")},
+        })
+    return pd.DataFrame(rows)
+
+
+def _interval(row: Any) -> str:
+    """``mean [low, high]`` of a change-table row."""
+    return f"{float(row['last - first']):+.3g} [{float(row['low']):+.3g}, {float(row['high']):+.3g}]"
+
+
+def family_verdicts(fr: FamilyResults) -> list[verdicts.Verdict]:
+    """Both verdicts of every claim of the appendix, from the page's results (none for a pipeline check)."""
+    if fr.pipeline_check:
+        return []
+    ids = {c.id for c in appendix_claims(fr.family.key)}
+    return [v for v in verdicts.evaluate(fr.all()) if v.claim in ids]
+
+
+def verdict_table(fr: FamilyResults) -> pd.DataFrame:
+    """The appendix's claims with the paper's value, ours and both verdicts per model; claims that no
+    model here can test say why."""
+    found = family_verdicts(fr)
+    table = verdicts.verdict_table(found) if found else pd.DataFrame()
+    tested = set(table["claim"]) if len(table) else set()
+    missing = []
+    for c in appendix_claims(fr.family.key):
+        if c.id in tested:
+            continue
+        why = c.untestable or ("pipeline check: random weights decide no claim" if fr.pipeline_check
+                               else "no model of this family here")
+        missing.append({"claim": c.id, "model": "", "quantity": c.quantity, "paper": c.printed,
+                        "reproduced?": "not evaluated", "holds?": "not evaluated", "reproduced: rule": why})
+    return pd.concat([table, pd.DataFrame(missing)], ignore_index=True).fillna("")
+
+
+def evidence_summary(fr: FamilyResults) -> str:
+    """What this family's evidence supports, counted from the verdicts, in plain words."""
+    fam = fr.family
+    claims = appendix_claims(fam.key)
+    if fr.pipeline_check:
+        return (f"Nothing is decided on this page: its {len(claims)} claims stay *not evaluated* until a real "
+                f"{fam.name} model runs (see the command above).")
+    found = family_verdicts(fr)
+    holds = [v for v in found if v.question == "holds"]
+    by: dict[str, list[str]] = {}
+    for v in holds:
+        by.setdefault(v.status, []).append(f"{v.claim} (`{v.model}`)")
+    untested = [c.id for c in claims if not any(v.claim == c.id for v in found)]
+    parts = [f"Of the {len(claims)} claims of appendix {fam.appendix}, {len({v.claim for v in found})} were "
+             f"tested here with the corrected computation:"]
+    for status in verdicts.STATUSES:
+        if by.get(status):
+            parts.append(f"- **{status}**: {', '.join(by[status])}")
+    if untested:
+        parts.append(f"- not evaluated here: {', '.join(untested)}")
+    return "\n".join(parts)
+
+
+def section(fr: FamilyResults, table: Any) -> Any:
+    """``table(fr)`` for real models; for a pipeline check, a line saying why no number is shown."""
+    if fr.pipeline_check:
+        from IPython.display import Markdown
+
+        return Markdown("*Pipeline check: the analysis ran on random weights; its numbers are not results and are "
+                        "not shown.*")
+    return table(fr).round(4)
+
+
+def kl_figure(fr: FamilyResults) -> Any:
+    """The KL-reduction profiles of chapter 5 for the family's models (None for a pipeline check)."""
+    if fr.pipeline_check or not fr.results.get("information"):
+        return None
+    from ..figures import information as information_figures
+
+    profiles = information.kl_profiles(fr.results["information"])
+    return information_figures.information_profiles(profiles, "kl_reduction", "KL reduction (nats)",
+                                                    band=("ci_low", "ci_high"))

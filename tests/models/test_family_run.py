@@ -1,0 +1,22 @@
+"""A family page's whole pipeline on a tiny model: every analysis, every table, every claim of the appendix."""
+
+from __future__ import annotations
+
+from sinkframes.report import family
+from sinkframes.types import RunOptions
+
+
+def test_family_pages_run_every_analysis_on_tiny_models():
+    from sinkframes import corpus
+
+    texts = corpus.sample_sentences(4, seed=3)["text"].tolist()
+    opts = RunOptions(batch_size=4, device="cpu", progress=False, use_cache=False)
+    fr = family.run("llama", ["tiny:llama"], texts, opts, n_output=2, n_fisher=1)
+    assert {k: len(v) for k, v in fr.results.items()} == {a: 1 for a in family.ANALYSES}
+    for table in (family.topology_summary, family.spectral_summary, family.fiedler_table,
+                  family.information_summary, family.values_summary):
+        assert len(table(fr)) == 1
+    verdict_rows = family.verdict_table(fr)
+    assert set(verdict_rows["claim"]) == {c.id for c in family.appendix_claims("llama")}
+    assert "E.kl_negative" in set(verdict_rows[verdict_rows["model"] == "tiny:llama"]["claim"])
+    assert len(family.pipeline_table(fr)) == 4

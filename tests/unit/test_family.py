@@ -1,0 +1,31 @@
+"""The family appendices: each is a view of the claims registry for one appendix."""
+
+from __future__ import annotations
+
+import pytest
+
+from sinkframes.report import family
+
+
+def test_each_family_page_holds_its_appendix_claims():
+    counts = {k: len(family.appendix_claims(k)) for k in family.FAMILIES}
+    assert counts == {"llama": 11, "qwen": 8, "gemma_mistral": 14, "encoders": 12, "phi": 7, "pythia": 6}
+    t = family.claims_table("gemma_mistral")
+    assert {"G.gemma_concentration_max", "G.mistral_concentration_max"} <= set(t["claim"])
+    assert t.set_index("claim").loc["G.mistral_connectivity", "not testable because"].startswith("a Fiedler value")
+    with pytest.raises(ValueError, match="unknown family 'mistral'; choose one of llama, qwen"):
+        family.family_of("mistral")
+
+
+def test_a_pipeline_check_shows_no_number_and_decides_no_claim():
+    fr = family.FamilyResults(family.family_of("qwen"), ["tiny:qwen2"], pipeline_check=True)
+    text = family.header(fr)
+    assert "Pipeline check only" in text and "no claim is decided" in text
+    assert "--profile paper --pages appendix_f_qwen" in text
+    table = family.verdict_table(fr)
+    assert len(table) == 8 and set(table["holds?"]) == {"not evaluated"}
+    assert set(table["reproduced: rule"]) <= {"pipeline check: random weights decide no claim",
+                                              *(c.untestable for c in family.appendix_claims("qwen"))}
+    assert "Pipeline check" in family.section(fr, family.topology_summary).data
+    assert family.kl_figure(fr) is None
+    assert "stay *not evaluated*" in family.evidence_summary(fr)
