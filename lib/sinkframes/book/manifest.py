@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-PROFILES = ("offline", "paper", "smoke")
+PROFILES = ("offline", "paper", "colab", "smoke")
 
 
 class ManifestError(ValueError):
