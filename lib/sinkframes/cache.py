@@ -122,6 +122,9 @@ class Cache:
             data = payload.read_bytes()
         except (OSError, ValueError) as exc:
             raise CorruptCacheEntry(f"unreadable cache entry {meta.stem}: {exc}") from exc
+        if not isinstance(info, dict):
+            kind = type(info).__name__
+            raise CorruptCacheEntry(f"cache entry {meta.stem} has a key file of the wrong shape ({kind})")
         if hashlib.sha256(data).hexdigest() != info.get("sha256"):
             raise CorruptCacheEntry(f"cache entry {meta.stem} does not match its recorded hash")
         try:

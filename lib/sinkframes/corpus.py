@@ -62,7 +62,12 @@ def load_paper_csv(source: str | Path, sha256: str | None = None) -> pd.DataFram
                 f"paper CSV not found at {path}. Get Data/wiki_dataset_sink.csv from the authors' repository "
                 f"(ValeRuscio/What-are-you-sinking-) and pass its path, or use dataset='embedded'."
             )
-        data = path.read_bytes()
+        if not path.is_file():
+            raise DatasetError(f"{path} is a folder, not a CSV file; pass the path of wiki_dataset_sink.csv itself")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise DatasetError(f"could not read {path}: {exc}") from exc
     if sha256 is not None:
         got = hashlib.sha256(data).hexdigest()
         if got != sha256:
@@ -76,7 +81,14 @@ def load_paper_csv(source: str | Path, sha256: str | None = None) -> pd.DataFram
         raise DatasetError(f"{src} is not a readable CSV: {exc}") from exc
     if "text" not in frame.columns:
         raise DatasetError(f"{src} has no 'text' column (columns: {list(frame.columns)})")
-    frame = frame[frame["text"].astype(str).str.strip().str.len() > 0].reset_index(drop=True)
+    frame = frame[frame["text"].notna()]  # an empty cell is no sentence (not the string "nan")
+    not_text = [i for i, t in zip(frame.index.tolist(), frame["text"].tolist(), strict=True) if not isinstance(t, str)]
+    if not_text:
+        raise DatasetError(
+            f"{src}: the 'text' column holds values that are not text in rows {not_text[:10]} "
+            f"(e.g. {frame['text'].loc[not_text[0]]!r}); every row's text must be a sentence"
+        )
+    frame = frame[frame["text"].str.strip().str.len() > 0].reset_index(drop=True)
     if "word_count" not in frame.columns:
         frame["word_count"] = frame["text"].astype(str).map(lambda t: len(t.split()))
     return frame

@@ -168,3 +168,20 @@ def test_stale_leftovers_of_a_killed_build_are_removed(tmp_path, monkeypatch):
         os.utime(p, (1, 1))  # long ago: a killed run
     removed = batch.remove_leftovers(tmp_path)
     assert sorted(removed) == sorted([old_page, work]) and new_page.exists()  # a run still going is left alone
+
+
+def test_max_length_beyond_the_models_positions_names_the_limit(texts):
+    from sinkframes import extraction
+
+    with pytest.raises(extraction.TextError, match="exceeds the 256 positions tiny:bert has; use max_length <= 256"):
+        extraction.summarize("tiny:bert", texts[:2], SinkSummaryReducer(), max_length=1000, device="cpu",
+                             progress=False, use_cache=False)
+
+
+def test_a_local_folder_that_is_not_a_model_is_not_blamed_on_the_hub(tmp_path):
+    from sinkframes import models
+
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(models.ModelLoadError, match="is not a loadable model \\(it has no config.json\\)") as err:
+        models.load(str(tmp_path), device="cpu")
+    assert "hub" not in str(err.value)

@@ -73,3 +73,16 @@ def test_errors_exit_2_with_a_message(capsys):
     assert "unknown tiny architecture" in capsys.readouterr().err
     assert main(["sinks", "tiny:llama", "--n", "2", "--dataset", "paper"]) == 2
     assert "csv_path" in capsys.readouterr().err
+
+
+def test_toc_write_that_cannot_write_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from tests.conftest import ROOT
+
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    (tmp_path / "_toc.yml").mkdir()  # unwritable as a file, whoever runs the test
+    monkeypatch.setenv("SINKFRAMES_ROOT", str(tmp_path))
+    assert main(["toc", "--write"]) == 2
+    assert "cannot write the table of contents or a template" in capsys.readouterr().err

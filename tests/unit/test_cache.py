@@ -45,6 +45,17 @@ def test_meta_without_payload_is_a_miss(tmp_path):
     assert c.get_or_compute({"k": 1}, lambda: [2]) == ([2], False)
 
 
+def test_a_key_file_of_the_wrong_shape_is_a_corrupt_entry_and_is_recomputed(tmp_path):
+    c = Cache(tmp_path, "t")
+    c.store({"k": 1}, [1])
+    next(c.dir.glob("*.json")).write_text("[1, 2]")
+    with pytest.raises(CorruptCacheEntry, match="wrong shape"):
+        c.load({"k": 1})
+    with pytest.warns(RuntimeWarning, match="wrong shape"):
+        assert c.get_or_compute({"k": 1}, lambda: [2]) == ([2], False)
+    assert c.load({"k": 1}) == [2]
+
+
 # ---------------------------------------------------------------------------------------------
 # cache_key: every input that changes a result
 

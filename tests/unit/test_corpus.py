@@ -72,3 +72,19 @@ def test_paper_csv_checksum_mismatch(tmp_path):
     with pytest.raises(corpus.DatasetError, match="is not the published file"):
         corpus.load_paper_csv(p, sha256=corpus.PAPER_CSV_SHA256)
     assert hashlib.sha256(PAPER_CSV.read_bytes()).hexdigest() == corpus.PAPER_CSV_SHA256
+
+
+def test_a_folder_given_as_the_csv_is_a_clear_error(tmp_path):
+    with pytest.raises(corpus.DatasetError, match="is a folder, not a CSV file"):
+        corpus.load_dataset("paper", tmp_path, sha256=None)
+
+
+def test_a_text_column_that_is_not_text_is_refused_and_empty_cells_are_dropped(tmp_path):
+    numbers = tmp_path / "numbers.csv"
+    numbers.write_text("text,field\n12,a\n13,b\n")
+    with pytest.raises(corpus.DatasetError, match="not text in rows \\[0, 1\\]"):
+        corpus.load_dataset("paper", numbers, sha256=None)
+    holes = tmp_path / "holes.csv"
+    holes.write_text("text,field\nA real sentence.,a\n,b\n")
+    frame = corpus.load_dataset("paper", holes, sha256=None)
+    assert frame["text"].tolist() == ["A real sentence."]  # the empty cell is not the sentence "nan"

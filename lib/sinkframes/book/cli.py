@@ -88,12 +88,16 @@ def _cmd_toc(args: argparse.Namespace) -> int:
         from .install import repository, set_install_cell
 
         root = repo_root()
-        (root / "_toc.yml").write_text(text)
         url, branch = repository(root)
-        for page in m.pages:  # the templates' install cells follow _config.yml's repository
-            nb = nbformat.read(root / page.template, as_version=4)
-            if set_install_cell(nb, url, branch):
-                nbformat.write(nb, root / page.template)
+        try:
+            (root / "_toc.yml").write_text(text)
+            for page in m.pages:  # the templates' install cells follow _config.yml's repository
+                nb = nbformat.read(root / page.template, as_version=4)
+                if set_install_cell(nb, url, branch):
+                    nbformat.write(nb, root / page.template)
+        except OSError as exc:
+            raise ValueError(f"cannot write the table of contents or a template ({exc}); make them writable "
+                             "(or run without --write to print the table of contents)") from exc
     else:
         print(text, end="")
     return 0

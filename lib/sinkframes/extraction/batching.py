@@ -96,7 +96,14 @@ def tokenize(
 
 
 def tokenize_for(lm: models.LoadedModel, texts: list[str], opts: RunOptions) -> list[list[int]]:
-    """:func:`tokenize` with the model's tokenizer and the run options."""
+    """:func:`tokenize` with the model's tokenizer and the run options; a ``max_length`` beyond the
+    positions the model has (``max_position_embeddings``) is refused before any text is cut to it."""
+    positions = getattr(getattr(lm.model, "config", None), "max_position_embeddings", None)
+    if isinstance(positions, int) and opts.max_length > positions:
+        raise TextError(
+            f"max_length={opts.max_length} exceeds the {positions} positions {lm.record.ref} has; "
+            f"use max_length <= {positions} (with truncation=True for longer texts)"
+        )
     return tokenize(lm.tokenizer, texts, opts.max_length, opts.bos_policy, opts.truncation)
 
 

@@ -320,6 +320,15 @@ def _from_folder_or_hub(
         cfg = AutoConfig.from_pretrained(where, trust_remote_code=trust_remote_code, **kwargs)
         tok = AutoTokenizer.from_pretrained(where, trust_remote_code=trust_remote_code, **kwargs)
     except (OSError, ValueError) as exc:
+        if is_dir:  # a local folder is read, never fetched: the folder itself is the problem
+            missing = [f for f in ("config.json",) if not (Path(where).expanduser() / f).exists()]
+            raise ModelLoadError(
+                f"the folder {where!r} is not a loadable model"
+                + (f" (it has no {', '.join(missing)})" if missing else "")
+                + ": it needs a transformers checkpoint (config.json with a model_type, the weights and the "
+                f"tokenizer files, as save_pretrained writes them). Cause: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}"
+            ) from exc
         hint = (
             "HF_HUB_OFFLINE is set, so the hub is not contacted"
             if config.hub_offline()
