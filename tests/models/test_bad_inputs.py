@@ -184,4 +184,5 @@ def test_a_local_folder_that_is_not_a_model_is_not_blamed_on_the_hub(tmp_path):
     (tmp_path / "notes.txt").write_text("not a model")
     with pytest.raises(models.ModelLoadError, match="is not a loadable model \\(it has no config.json\\)") as err:
         models.load(str(tmp_path), device="cpu")
-    assert "hub" not in str(err.value)
+    message = str(err.value).split("Cause:")[0]  # the cause quotes transformers (its model list names hubert)
+    assert "hub" not in message and "HF_HUB_OFFLINE" not in message
