@@ -48,9 +48,6 @@ FRAME_BY_FAMILY: dict[str, str] = {
 APPENDIX_OF: dict[str, str] = {"llama": "E", "qwen": "F", "gemma_mistral": "G", "encoders": "H", "phi": "I",
                                "pythia": "J"}
 
-#: family -> the offline-profile model that stands for it ("" where none installs offline)
-OFFLINE_STAND_IN: dict[str, str] = {"llama": "smollm2", "gemma": "gemma3", "bert": "minilm"}
-
 
 @dataclass(frozen=True)
 class Claim:
