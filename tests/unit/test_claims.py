@@ -44,7 +44,7 @@ def test_every_claim_is_testable_or_says_why_not():
             apply(c.rule, probe, c.params)  # the parameters fit the rule
             analysis = MEASURES[c.measure].analysis
             assert analysis in {"frames", "information", "spectral", "topology", "softmax_geometry",
-                                "geometry_values"}, c.id
+                                "geometry_values", "rmt_series"}, c.id
 
 
 def test_gemma_and_mistral_concentrations_are_not_swapped():

@@ -1,4 +1,4 @@
-"""Command line: ``python -m sinkframes {models,info,sinks,build,toc}``.
+"""Command line: ``python -m sinkframes {models,info,sinks,build,toc,train-emergence}``.
 
 The interface is stable because other tools call it; ``sinks --json`` prints
 ``{"model", "n_sentences", "frame", "layers": [{"layer", "first_token_share", "last_token_share",
@@ -103,6 +103,24 @@ def _cmd_toc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train_emergence(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..training import emergence as em
+
+    out = Path(args.out) if args.out else em.CHECKPOINT_DIR
+    text_dir = Path(args.text_dir) if args.text_dir else None
+    plan = em.TrainingPlan()
+    if args.check:
+        step, _ = em.check_training(out, plan, upto=args.check_steps, text_dir=text_dir)
+        print(f"step{step}: retrained weights equal the committed checkpoint in {out} bit-for-bit")
+        return 0
+    log = em.run_training(out, plan, text_dir=text_dir)
+    print(f"trained {plan.steps} steps into {out}: {log.cpu_seconds / 60:.1f} CPU-minutes, "
+          f"{log.wall_seconds / 60:.1f} minutes wall")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sinkframes", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -152,6 +170,17 @@ def parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--write", action="store_true")
     t.set_defaults(func=_cmd_toc)
+
+    e = sub.add_parser(
+        "train-emergence",
+        help="train the small Llama-architecture model whose checkpoints the emergence page reads "
+        "(--check: retrain the start and compare with the committed checkpoint)",
+    )
+    e.add_argument("--out", default=None, help="checkpoint folder (default: the one the package ships)")
+    e.add_argument("--text-dir", default=None, help="unpacked documentation sources instead of apt-get download")
+    e.add_argument("--check", action="store_true")
+    e.add_argument("--check-steps", type=int, default=256, help="with --check: retrain up to this step")
+    e.set_defaults(func=_cmd_train_emergence)
     return p
 
 
@@ -160,9 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..corpus import DatasetError
     from ..extraction import TextError
     from ..models import AttentionUnavailableError, ModelLoadError
+    from ..training.emergence import TrainingError
 
     try:
         return int(args.func(args) or 0)
-    except (ModelLoadError, AttentionUnavailableError, DatasetError, TextError, ValueError) as exc:
+    except (ModelLoadError, AttentionUnavailableError, DatasetError, TextError, TrainingError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from typing import Any
 
 from ..paper.claims import APPENDIX_OF
@@ -78,6 +79,7 @@ _INT_MIN = {
     "batch_size": 1,
     "max_length": 2,
     "max_tokens": 2,
+    "checkpoint_max_length": 2,
     "example_sentence": 0,
     "seed": None,
 }
@@ -123,6 +125,17 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:
         problems.append("dataset='paper' needs csv_path (a local path or URL of wiki_dataset_sink.csv)")
     if "pipeline_check" in params and not isinstance(params["pipeline_check"], bool):
         problems.append(f"pipeline_check must be true or false, got {params['pipeline_check']!r}")
+    if "random_init" in params and not isinstance(params["random_init"], bool):
+        problems.append(f"random_init must be true or false, got {params['random_init']!r}")
+    if "checkpoint_models" in params:
+        v = params["checkpoint_models"]
+        if not isinstance(v, list) or not v or not all(isinstance(m, str) and m.strip() for m in v):
+            problems.append("checkpoint_models must be a non-empty list of checkpoint sources ('shipped', a folder of "
+                            f"step<N> folders or a hub id with step<N> revisions), got {v!r}")
+    if "checkpoint_steps" in params and params["checkpoint_steps"] is not None:
+        v = params["checkpoint_steps"]
+        if not isinstance(v, list) or not v or not all(isinstance(s, str) and re.fullmatch(r"step\d+", s) for s in v):
+            problems.append(f"checkpoint_steps must be None or a list of names like 'step1000', got {v!r}")
     if "example_threshold" in params:
         t = params["example_threshold"]
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1:

@@ -204,6 +204,9 @@ def source_fingerprint(ref: str, revision: str | None = None) -> dict[str, Any]:
             "package": om.pip,
             "weights": weights_fingerprint(om),
         }
+    if ref.startswith(RANDOM_PREFIX):
+        base = ref[len(RANDOM_PREFIX):]
+        return {"kind": "random-init", "seed": RANDOM_INIT_SEED, "architecture_of": source_fingerprint(base, revision)}
     if ref.startswith("tiny:"):
         from .tiny import TINY_SEED
 
@@ -278,6 +281,11 @@ def load(
             ref, "random weights (sinkframes.models.tiny)", model, tok, torch_dtype, "none (random weights)", None
         )
         return LoadedModel(model, tok, rec, dev)
+    if ref.startswith(RANDOM_PREFIX):
+        model, tok, base = _random_init(ref[len(RANDOM_PREFIX):], torch_dtype, dev)
+        rec = _describe(ref, f"random initialization (seed {RANDOM_INIT_SEED}) of the architecture of {base}", model,
+                        tok, torch_dtype, "none (random weights)", None)
+        return LoadedModel(model, tok, rec, dev)
     if ref in OFFLINE_MODELS:
         folder, quant = offline_folder(OFFLINE_MODELS[ref])
         model, tok = _from_folder_or_hub(str(folder), torch_dtype, dev, None, None, False, ref)
@@ -295,6 +303,42 @@ def load(
     src = str(Path(ref).expanduser().resolve()) if Path(ref).expanduser().is_dir() else f"hub:{ref}"
     rec = _describe(ref, src, model, tok, torch_dtype, quantization or "none", revision)
     return LoadedModel(model, tok, rec, dev)
+
+
+#: ``random:<ref>``: the architecture, config and tokenizer of ``<ref>`` with freshly initialized weights
+RANDOM_PREFIX = "random:"
+RANDOM_INIT_SEED = 0
+
+
+def _random_init(base: str, dtype: torch.dtype, device: torch.device) -> tuple[Any, Any, str]:
+    """The model of ``base`` (offline key, folder or hub id) re-initialized with ``RANDOM_INIT_SEED``:
+    the structureless twin that says what a trained model's statistics owe to the architecture alone."""
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    if not base or base.startswith(RANDOM_PREFIX):
+        raise ModelLoadError(f"{RANDOM_PREFIX}<ref> needs a model reference after the prefix, got {base!r}")
+    where = str(offline_folder(OFFLINE_MODELS[base])[0]) if base in OFFLINE_MODELS else base
+    try:
+        if base.startswith("tiny:"):
+            from .tiny import build_tiny
+
+            tiny, tok = build_tiny(base.split(":", 1)[1])
+            cfg = tiny.config
+        else:
+            cfg = AutoConfig.from_pretrained(where)
+            tok = AutoTokenizer.from_pretrained(where)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"could not read the config or tokenizer of {base!r} for {RANDOM_PREFIX}{base}: "
+                             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    factory = AutoModel if _is_encoder_config(cfg) else AutoModelForCausalLM
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(RANDOM_INIT_SEED)
+        model: Any = factory.from_config(cfg, attn_implementation="eager", dtype=torch.float32)
+    model = model.to(device, dtype=dtype).eval()
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+    tok.padding_side = "right"
+    return model, tok, base
 
 
 def _is_encoder_config(cfg: Any) -> bool:

@@ -574,3 +574,63 @@ NULLS["unit_ratio"] = lambda r, mode: Estimate(1.0, interval="none (analytic)",
                                                detail="a random key: the same norm as the others on average")
 NULLS["zero"] = lambda r, mode: Estimate(0.0, interval="none (analytic)",
                                          detail="uniform attention: the same in every layer, no alignment")
+
+
+# --------------------------------------------------------------------------- training series (App. B)
+def _series(r: ModelResult) -> Any:
+    return r.data["series"]
+
+
+def _fraction(step: int | None, final: int) -> float:
+    return math.inf if step is None else step / final
+
+
+@measure("rmt.sink_formed_fraction", "rmt_series", null="untrained_series")
+def sink_formed_fraction(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Fraction of the run at which a first-token sink forms (largest layer share above the threshold):
+    the first checkpoint whose mean clears it, bounded by the first whose interval reaches it and the
+    first whose interval clears it. Undetermined when no checkpoint's interval clears it."""
+    if mode == "faithful":
+        return None
+    from ..analyses.rmt import emergence
+
+    em = emergence(_series(r))
+    final = em["final_step"]
+    return Estimate(_fraction(em["mean_above_at"], final), _fraction(em["possible_from"], final),
+                    _fraction(em["formed_at"], final), r.n_sentences, "checkpoints where the 95 % bootstrap "
+                    f"interval of the largest layer first-token share first reaches / clears {em['threshold']:g}",
+                    detail=f"of {final} steps", undetermined=em["formed_at"] is None)
+
+
+def _untrained_fraction(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The untrained run: every checkpoint equal to step 0, so a sink 'forms' at 0 or never."""
+    if mode == "faithful":
+        return None
+    from ..analyses.rmt import Series, emergence
+
+    s = _series(r)
+    first = min(range(len(s.checkpoints)), key=lambda i: s.checkpoints[i].step)
+    frozen = Series(list(s.checkpoints), [s.results[first]] * len(s.results), [s.loss[first]] * len(s.loss), s.seed)
+    em = emergence(frozen)
+    v = 0.0 if em["formed_at"] is not None else math.inf
+    return Estimate(v, v, v, r.n_sentences, "untrained run", undetermined=not math.isfinite(v))
+
+
+NULLS["untrained_series"] = _untrained_fraction
+
+
+@measure("rmt.gap_direction_changes", "rmt_series", null="untrained_gap")
+def gap_direction_changes(r: ModelResult, mode: Mode) -> Estimate | None:
+    """How often the layer-mean spectral gap reverses direction along the checkpoints: low = reversals
+    between checkpoints whose intervals are disjoint, value and high = reversals of the means (faithful:
+    the official ratio in the official string order, which has no intervals)."""
+    from ..analyses.rmt import direction_changes, gap_trajectory
+
+    strict, loose = direction_changes(gap_trajectory(_series(r), mode))
+    if mode == "faithful":
+        return Estimate(float(loose), float(loose), float(loose), r.n_sentences, "none (official means, string order)")
+    return Estimate(float(loose), float(strict), float(loose), r.n_sentences,
+                    "reversals between disjoint 95 % bootstrap intervals / between means")
+
+
+NULLS["untrained_gap"] = lambda r, mode: Estimate(0.0, 0.0, 0.0, r.n_sentences, "untrained run: no change")

@@ -1,0 +1,102 @@
+"""Figures of Appendix B: RMT statistics by layer (trained beside random-initialized) and over training."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+
+from ..analyses.base import ModelResult
+from ..analyses.rmt import SINK_SHARE_THRESHOLD, Series, series_table
+from ..metrics import rmt
+from .style import _style
+
+PANELS = (("first_token_share", "first-token share"), ("participation_ratio", "participation ratio of A A^T / n"),
+          ("n_outliers", "eigenvalues above the MP edge"), ("ks_distance", "KS distance to the fitted MP law"))
+
+
+def layer_profiles(trained: Sequence[ModelResult], random: Sequence[ModelResult | None],
+                   labels: Sequence[str]) -> Figure:
+    """Per layer (relative depth), each corrected statistic of each trained model (solid, 95 % CI) and of
+    its random-initialized twin (dashed)."""
+    _style()
+    colours = sns.color_palette("colorblind")
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(4.2 * len(PANELS), 3.4), squeeze=False)
+    for ax, (col, title) in zip(axes[0], PANELS, strict=True):
+        for i, (ms, twin, label) in enumerate(zip(trained, random, labels, strict=True)):
+            for res, style, name in ((ms, "-", label), (twin, "--", f"{label}, random init")):
+                if res is None:
+                    continue
+                d = res.layers
+                depth = d["layer"] / max(1, res.n_layers - 1)
+                ax.plot(depth, d[col], style, marker="o", ms=2.5, color=colours[i % len(colours)], label=name)
+                if style == "-":
+                    ax.fill_between(depth, d[f"{col}_lo"], d[f"{col}_hi"], alpha=0.2, color=colours[i % len(colours)])
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("relative depth (layer / last layer)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def example_spectrum(a: np.ndarray, title: str) -> Figure:
+    """One head's eigenvalues of ``A A^T / n`` (histogram) against the MP law fitted to their bulk."""
+    _style()
+    eig, gamma = rmt.covariance_spectrum(a)
+    m = rmt.spectrum_metrics(eig, gamma)
+    fig, ax = plt.subplots(figsize=(6.0, 3.4))
+    ax.hist(eig, bins=40, density=True, alpha=0.6, label="eigenvalues")
+    scale = m["mp_scale"]
+    if np.isfinite(scale) and scale > 0:
+        lo, hi = rmt.mp_edges(gamma, scale)
+        x = np.linspace(max(lo, 1e-6 * hi), hi, 400)
+        dens = np.sqrt(np.clip((hi - x) * (x - lo), 0, None)) / (2 * np.pi * gamma * scale * x)
+        ax.plot(x, dens, color="black", label=f"MP fit (gamma {gamma:g}, scale {scale:.2g})")
+        ax.axvline(hi, color="grey", ls=":", label="MP edge")
+    ax.set_xscale("symlog", linthresh=max(1e-4, float(np.median(eig))))
+    ax.set_title(f"{title}: {int(m['n_outliers'])} above the edge, KS {m['ks_distance']:.2f}", fontsize=10)
+    ax.set_xlabel("eigenvalue of A A^T / n")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def emergence_curves(series: Series, label: str, heldout: pd.DataFrame | None = None) -> Figure:
+    """Over training steps: each layer's first-token share with the threshold fixed in advance, the
+    loss, and the corrected spectral statistics averaged over layers and heads."""
+    _style()
+    table = series_table(series, "corrected")
+    order = np.argsort([c.step for c in series.checkpoints])
+    steps = np.array([series.checkpoints[i].step for i in order])
+    x = np.where(steps == 0, 0.5, steps)  # step 0 drawn at 0.5 on the log axis
+    fig, axes = plt.subplots(1, 3, figsize=(14.5, 3.6))
+    shares = np.array([np.nanmean(series.results[i].samples["first_token_share"], axis=(0, 2)) for i in order])
+    cmap = plt.get_cmap("viridis")
+    for layer in range(shares.shape[1]):
+        axes[0].plot(x, shares[:, layer], marker="o", ms=2.5, color=cmap(layer / max(1, shares.shape[1] - 1)),
+                     label=f"layer {layer}")
+    axes[0].axhline(SINK_SHARE_THRESHOLD, color="black", ls=":", label="threshold (fixed in advance)")
+    axes[0].set_title(f"{label}: first-token share by layer", fontsize=10)
+    axes[0].set_ylabel("mean weight on position 0")
+    axes[0].legend(fontsize=6, ncol=2)
+    axes[1].plot(x, table["loss"], marker="o", ms=3, label="loss on the page's sentences")
+    if heldout is not None:
+        axes[1].plot(np.where(heldout["step"] == 0, 0.5, heldout["step"]), heldout["loss"], marker="s", ms=3,
+                     label="held-out training text (training log)")
+    axes[1].set_ylabel("cross-entropy (nats per token)")
+    axes[1].set_title("loss", fontsize=10)
+    axes[1].legend(fontsize=8)
+    for col, name in (("participation_ratio", "participation ratio"), ("stable_rank", "stable rank"),
+                      ("n_outliers", "outliers above MP edge")):
+        axes[2].plot(x, table[col], marker="o", ms=3, label=name)
+    axes[2].set_title("corrected spectral statistics (mean over layers and heads)", fontsize=10)
+    axes[2].legend(fontsize=8)
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("training step (step 0 at 0.5)")
+    fig.tight_layout()
+    return fig
