@@ -131,3 +131,12 @@ def test_page_parameters_of_the_emergence_page() -> None:
     bad = parameter_problems({"random_init": "yes", "checkpoint_models": [], "checkpoint_steps": ["final"],
                               "checkpoint_max_length": 1})
     assert len(bad) == 4
+
+
+def test_series_notes_say_whether_a_sink_formed_and_what_the_official_order_compares() -> None:
+    from sinkframes.report.emergence import series_notes
+
+    formed = series_notes(_series({"step0": 0.0, "step8": 0.1, "step64": 0.75, "step4096": 0.95}), "run")
+    assert "forms by step 64" in formed and "stays above it" in formed and "to **step8**" in formed
+    never = series_notes(_series({"step0": 0.0, "step100": 0.1, "step1000": 0.2}), "run")
+    assert "no first-token sink formed" in never and "at step 0" in never and "undecided" in never

@@ -295,7 +295,7 @@ def emergence(series: Series, threshold: float = SINK_SHARE_THRESHOLD) -> dict[s
     mean_ok = table[table["max_first_token_share"] > threshold]
     lo_ok = table[table["share_lo"] > threshold]
     hi_ok = table[table["share_hi"] > threshold]
-    last = table.iloc[-1]
+    last, first = table.iloc[-1], table.iloc[0]
     return {
         "threshold": threshold,
         "formed_at": None if lo_ok.empty else int(lo_ok["step"].iloc[0]),
@@ -305,6 +305,8 @@ def emergence(series: Series, threshold: float = SINK_SHARE_THRESHOLD) -> dict[s
         "final_step": int(last["step"]),
         "final_share": (float(last["max_first_token_share"]), float(last["share_lo"]), float(last["share_hi"])),
         "final_layer": int(last["at_layer"]),
+        "first_step": int(first["step"]),
+        "first_share": (float(first["max_first_token_share"]), float(first["share_lo"]), float(first["share_hi"])),
     }
 
 

@@ -33,7 +33,10 @@ def series_notes(series: Series, label: str) -> str:
     if em["formed_at"] is None:
         head = (f"**{label}: no first-token sink formed within the run.** At the last checkpoint (step "
                 f"{em['final_step']}) the largest layer share is {share:.2f} [{lo:.2f}, {hi:.2f}] (layer "
-                f"{em['final_layer']}), against the threshold of {em['threshold']:g} fixed in advance.")
+                f"{em['final_layer']}), against the threshold of {em['threshold']:g} fixed in advance; it was "
+                f"{em['first_share'][0]:.2f} [{em['first_share'][1]:.2f}, {em['first_share'][2]:.2f}] at step "
+                f"{em['first_step']}. Whether and when it would cross the threshold with more training, this run "
+                "cannot say, so the claim that sinks emerge early stays undecided on it.")
     else:
         stays = ("and stays above it to the end" if em["stays_formed"]
                  else "but does not stay above it at every later checkpoint")
