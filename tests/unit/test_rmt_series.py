@@ -140,3 +140,13 @@ def test_series_notes_say_whether_a_sink_formed_and_what_the_official_order_comp
     assert "forms by step 64" in formed and "stays above it" in formed and "to **step8**" in formed
     never = series_notes(_series({"step0": 0.0, "step100": 0.1, "step1000": 0.2}), "run")
     assert "no first-token sink formed" in never and "at step 0" in never and "undecided" in never
+
+
+def test_provenance_describes_random_twins_and_series_by_their_weights() -> None:
+    from sinkframes.report.provenance import model_revision, provenance
+
+    assert "architecture of `minilm`" in model_revision("random:minilm")
+    line = provenance("offline", ["run", "tiny:llama"], 4, "embedded", 0, weights={"run": "14 checkpoints"})
+    assert "`run` 14 checkpoints" in line and "hub revision" not in line
+    s = _series({"step0": 0.0, "step8": 0.1}, n=2)
+    assert R.series_result(s, "run").record["weights"].startswith("2 checkpoints")

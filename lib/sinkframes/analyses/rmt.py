@@ -320,7 +320,8 @@ def series_result(series: Series, label: str) -> ModelResult:
     """The series as one ``ModelResult`` (``analysis="rmt_series"``) for the verdict layer: its record
     names the run (``label``) and the subject ``training``; ``data["series"]`` holds the checkpoints."""
     first = series.results[0].record
-    record = {**first, "ref": label, "family": SERIES_FAMILY, "paper_frame": "not assigned", "causal": True}
+    record = {**first, "ref": label, "family": SERIES_FAMILY, "paper_frame": "not assigned", "causal": True,
+              "weights": f"{len(series.checkpoints)} checkpoints of a training run (the emergence page)"}
     return ModelResult(analysis=SERIES_ANALYSIS, record=record, n_sentences=series.results[0].n_sentences,
                        data={"series": series}, params={"seed": series.seed})
 

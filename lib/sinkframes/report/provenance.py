@@ -56,9 +56,11 @@ def library_commit() -> str | None:
 
 
 def provenance(
-    profile: str, models: list[str], n_sentences: int, dataset: str, seed: int, opts: RunOptions | None = None
+    profile: str, models: list[str], n_sentences: int, dataset: str, seed: int, opts: RunOptions | None = None,
+    weights: dict[str, str] | None = None,
 ) -> str:
-    """Markdown naming the profile, models, sentence count, run options and versions that produced a page."""
+    """Markdown naming the profile, models, sentence count, run options and versions that produced a page
+    (``weights``: a description of the weights behind a name that is not a model reference)."""
     commit = library_commit() or "not a git checkout"
     run = f"; weights in {opts.dtype} on {resolve_device(opts.device).type}" if opts is not None else ""
     revision = opts.revision if opts is not None else None
@@ -67,7 +69,7 @@ def provenance(
         f"profile: models {', '.join(f'`{m}`' for m in models)}; {n_sentences} sentences from the `{dataset}` set "
         f"(seed {seed}); torch {torch.__version__}, transformers {transformers.__version__}, "
         f"Python {platform.python_version()}{run}. Run on {datetime.date.today().isoformat()}; weights: "
-        + "; ".join(f"`{m}` {model_revision(m, revision)}" for m in models) + "."
+        + "; ".join(f"`{m}` {(weights or {}).get(m) or model_revision(m, revision)}" for m in models) + "."
     )
 
 
@@ -81,6 +83,8 @@ def model_revision(ref: str, revision: str | None = None) -> str:
         return f"from the package {pinned[0]}" if pinned else f"from `{OFFLINE_MODELS[ref].pip}`"
     if ref.startswith("tiny:"):
         return "random weights built from a config (seeded)"
+    if ref.startswith("random:"):
+        return f"random weights (seeded) in the architecture of `{ref.split(':', 1)[1]}`"
     if Path(ref).expanduser().exists():
         return "from a local folder"
     return f"hub revision {revision or 'main'}"

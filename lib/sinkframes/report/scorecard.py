@@ -118,7 +118,8 @@ def provenance_line(profile: str, saved: dict[str, PageVerdicts]) -> str:
     n = max((int(i.get("n_sentences", 0)) for i in inputs), default=0)
     dataset = str(inputs[0].get("dataset", "embedded")) if inputs else "embedded"
     seed = int(inputs[0].get("seed", 0)) if inputs else 0
-    return provenance(profile, list(models_of(saved)), n, dataset, seed) + (
+    weights = {m: str(r["weights"]) for m, r in models_of(saved).items() if r.get("weights")}
+    return provenance(profile, list(models_of(saved)), n, dataset, seed, weights=weights) + (
         f" Verdicts saved by {len(saved)} pages: {', '.join(f'`{p}`' for p in saved)}.")
 
 
