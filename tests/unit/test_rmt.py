@@ -134,3 +134,10 @@ def test_official_sink_concentration_and_entropy() -> None:
     s[:, 0] = 1.0
     assert rmt.official_metrics(s)["sink_concentration"] == pytest.approx(1.0)
     assert rmt.official_metrics(s)["entropy"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_mp_quantile_inverts_the_cdf() -> None:
+    q = np.array([0.1, 0.5, 0.9])
+    x = rmt.mp_quantile(q, 0.3, 2.0)
+    assert np.allclose(rmt.mp_cdf(x, 0.3, 2.0), q, atol=1e-4)
+    assert rmt.mp_quantile(np.array([0.5]), 0.3)[0] == pytest.approx(rmt.mp_median(0.3))

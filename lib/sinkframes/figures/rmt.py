@@ -44,22 +44,24 @@ def layer_profiles(trained: Sequence[ModelResult], random: Sequence[ModelResult 
 
 
 def example_spectrum(a: np.ndarray, title: str) -> Figure:
-    """One head's eigenvalues of ``A A^T / n`` (histogram) against the MP law fitted to their bulk."""
+    """One head's eigenvalues of ``A A^T / n`` by rank (log scale) against the quantiles of the MP law
+    fitted to their bulk, with the fitted edge: points above the edge are the outliers."""
     _style()
     eig, gamma = rmt.covariance_spectrum(a)
     m = rmt.spectrum_metrics(eig, gamma)
+    rank = np.arange(1, eig.size + 1)
+    floor = 1e-9 * eig[0]
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
-    ax.hist(eig, bins=40, density=True, alpha=0.6, label="eigenvalues")
+    ax.plot(rank, np.maximum(eig, floor), "o", ms=3, label="eigenvalues")
     scale = m["mp_scale"]
     if np.isfinite(scale) and scale > 0:
-        lo, hi = rmt.mp_edges(gamma, scale)
-        x = np.linspace(max(lo, 1e-6 * hi), hi, 400)
-        dens = np.sqrt(np.clip((hi - x) * (x - lo), 0, None)) / (2 * np.pi * gamma * scale * x)
-        ax.plot(x, dens, color="black", label=f"MP fit (gamma {gamma:g}, scale {scale:.2g})")
-        ax.axvline(hi, color="grey", ls=":", label="MP edge")
-    ax.set_xscale("symlog", linthresh=max(1e-4, float(np.median(eig))))
+        expected = rmt.mp_quantile((eig.size - rank + 0.5) / eig.size, gamma, scale)
+        ax.plot(rank, np.maximum(expected, floor), color="black", label=f"fitted MP law (gamma {gamma:g})")
+        ax.axhline(rmt.mp_edges(gamma, scale)[1], color="grey", ls=":", label="fitted MP edge")
+    ax.set_yscale("log")
+    ax.set_xlabel("rank")
+    ax.set_ylabel("eigenvalue of A A^T / n")
     ax.set_title(f"{title}: {int(m['n_outliers'])} above the edge, KS {m['ks_distance']:.2f}", fontsize=10)
-    ax.set_xlabel("eigenvalue of A A^T / n")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -138,6 +138,12 @@ def mp_cdf(x: np.ndarray, gamma: float, scale: float = 1.0) -> np.ndarray:
     return np.interp(np.asarray(x, dtype=np.float64) / scale, grid, cdf, left=0.0, right=1.0)
 
 
+def mp_quantile(q: np.ndarray, gamma: float, scale: float = 1.0) -> np.ndarray:
+    """The MP law's quantiles at probabilities ``q`` (ratio ``gamma``, variance ``scale``)."""
+    grid, cdf = _mp_cdf_table(round(float(gamma), 12))
+    return scale * np.interp(np.asarray(q, dtype=np.float64), cdf, grid)
+
+
 def mp_median(gamma: float) -> float:
     """Median of the unit-scale MP law with ratio ``gamma``."""
     grid, cdf = _mp_cdf_table(round(float(gamma), 12))
