@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 
 from harness import arguments, forward_attention, report, timed
-from sinkframes import capture, corpus, extract
+from sinkframes import corpus, extraction
+from sinkframes.types import RunOptions
 from sinkframes.analyses.geometry_values import GeometryValuesReducer
 
 
@@ -20,10 +21,11 @@ def main() -> None:
     args = arguments(default_n=100)
     forward_s, _, causal = forward_attention(args.model, args.n, args.batch_size, args.seed)
     texts = corpus.sample_sentences(args.n, seed=args.seed)["text"].tolist()
-    lm = extract.get_model(args.model)
-    ids = extract.tokenize(lm.tokenizer, texts, 256)
+    opts = RunOptions(batch_size=args.batch_size, progress=False)
+    lm = extraction.get_model(args.model, opts)
+    ids = extraction.tokenize(lm.tokenizer, texts, opts.max_length)
     t0 = time.perf_counter()
-    caps = [c for _, c in capture.iterate_captures(lm, ids, args.batch_size, progress=False)]
+    caps = [c for _, c in extraction.iterate_captures(lm, ids, opts)]
     capture_s = time.perf_counter() - t0
     reducer = GeometryValuesReducer()
     suite_s, _ = timed(lambda: [reducer(c, causal) for c in caps])

@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 
 from harness import arguments, forward_attention, report, timed
-from sinkframes import corpus, extract
-from sinkframes.metrics import fisher
+from sinkframes import corpus, extraction
+from sinkframes.probes import fisher
 from sinkframes.metrics.information import InformationReducer
 
 N_FISHER = 8
@@ -30,8 +30,8 @@ def main() -> None:
 
     n_fisher = min(N_FISHER, args.n)
     texts = corpus.sample_sentences(n_fisher, seed=args.seed)["text"].tolist()
-    lm = extract.get_model(args.model)
-    ids = extract.tokenize(lm.tokenizer, texts, 256)
+    lm = extraction.get_model(args.model)
+    ids = extraction.tokenize(lm.tokenizer, texts, 256)
 
     def forward_only() -> None:
         with torch.no_grad():

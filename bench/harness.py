@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from sinkframes import corpus, extract
+from sinkframes import corpus, extraction
+from sinkframes.types import RunOptions
 
 
 def arguments(default_model: str = "smollm2", default_n: int = 500) -> argparse.Namespace:
@@ -24,7 +25,13 @@ def arguments(default_model: str = "smollm2", default_n: int = 500) -> argparse.
     ap.add_argument("--n", type=int, default=default_n)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
-    return ap.parse_args()
+    ap.add_argument("--threads", type=int, default=None, help="torch and BLAS threads (default: SINKFRAMES_THREADS "
+                    "or torch's default); printed with the result")
+    args = ap.parse_args()
+    from sinkframes.threads import configure
+
+    configure(args.threads)  # pinned, so a result states the thread count it was measured with
+    return args
 
 
 def benchmark_texts(n: int, seed: int = 0) -> list[str]:
@@ -44,11 +51,12 @@ def forward_attention(
     """
     torch.manual_seed(seed)
     texts = benchmark_texts(n, seed)
-    lm = extract.get_model(model)
-    ids = extract.tokenize(lm.tokenizer, texts, 256)
+    opts = RunOptions(batch_size=batch_size, progress=False)
+    lm = extraction.get_model(model, opts)
+    ids = extraction.tokenize(lm.tokenizer, texts, opts.max_length)
     out: list[Any] = [None] * len(ids)
     t0 = time.perf_counter()
-    for i, att, _ in extract.iterate_samples(lm, ids, batch_size, progress=False):
+    for i, att, _ in extraction.iterate_samples(lm, ids, opts):
         out[i] = att
     return time.perf_counter() - t0, out, lm.record.causal
 

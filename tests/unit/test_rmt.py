@@ -141,3 +141,16 @@ def test_mp_quantile_inverts_the_cdf() -> None:
     x = rmt.mp_quantile(q, 0.3, 2.0)
     assert np.allclose(rmt.mp_cdf(x, 0.3, 2.0), q, atol=1e-4)
     assert rmt.mp_quantile(np.array([0.5]), 0.3)[0] == pytest.approx(rmt.mp_median(0.3))
+
+
+def test_batched_spectra_equal_one_at_a_time() -> None:
+    rng = _rng(6)
+    mats = np.exp(rng.standard_normal((5, 14, 14))) * np.tril(np.ones((14, 14)))
+    mats /= mats.sum(-1, keepdims=True)
+    mats[2] = 0.0
+    mats[2][:, 0] = 1.0  # a perfect sink among them: no bulk
+    batched = rmt.spectra_metrics(rmt.attention_spectra(mats), 1.0)
+    for i in range(5):
+        one = rmt.corrected_metrics(mats[i])
+        assert np.allclose(batched[i], [one[m] for m in rmt.CORRECTED_METRICS], equal_nan=True, rtol=1e-9)
+    assert np.isnan(rmt.spectra_metrics(np.zeros((1, 4)), 1.0)).all()  # no positive eigenvalue: undefined

@@ -45,7 +45,7 @@ class RMTReducer:
     """Per-sample official and corrected spectral statistics of attention (``version`` enters cache keys)."""
 
     name: str = "rmt"
-    version: int = 1
+    version: int = 2
 
     def key(self) -> dict[str, Any]:
         return {"reducer": self.name, "version": self.version, "faithful": list(rmt.FAITHFUL_METRICS),
@@ -57,16 +57,16 @@ class RMTReducer:
         faithful = np.full((n_layers, len(rmt.FAITHFUL_METRICS)), np.nan)  # [layer, metric]
         corrected = np.full((n_layers, n_heads, len(rmt.CORRECTED_METRICS)), np.nan)  # [layer, head, metric]
         if n >= 3:
-            from threadpoolctl import threadpool_limits
+            from ..threads import single_blas_thread
 
             # one BLAS thread: these matrices are small, and threads contending with torch's cost 100x
-            with np.errstate(all="ignore"), threadpool_limits(1, user_api="blas"):
+            with np.errstate(all="ignore"), single_blas_thread():
                 for layer in range(n_layers):
                     off = rmt.official_metrics(a[layer].mean(0))
                     faithful[layer] = [off[m] for m in rmt.FAITHFUL_METRICS]
-                    for head in range(n_heads):
-                        cor = rmt.corrected_metrics(a[layer, head])
-                        corrected[layer, head] = [cor[m] for m in rmt.CORRECTED_METRICS]
+                # every head's spectrum of A A^T / n at once (square matrices: gamma = 1)
+                spectra = rmt.attention_spectra(a).reshape(n_layers * n_heads, n)  # [layer * head, n]
+                corrected = rmt.spectra_metrics(spectra, 1.0).reshape(n_layers, n_heads, -1)
         return {"faithful": torch.from_numpy(faithful), "corrected": torch.from_numpy(corrected),
                 "first_token_share": first_token_share(attn, causal).double().cpu(),  # [layer, head]
                 "n_tokens": torch.tensor(n)}

@@ -192,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..training.emergence import TrainingError
 
     try:
+        from ..threads import configure
+
+        configure()  # torch and BLAS share one thread count (SINKFRAMES_THREADS overrides)
         return int(args.func(args) or 0)
     except (ModelLoadError, AttentionUnavailableError, DatasetError, TextError, TrainingError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

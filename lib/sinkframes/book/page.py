@@ -96,6 +96,9 @@ def setup(
         }
     )
     opts = RunOptions.build(**run_options)
+    from ..threads import configure
+
+    configure()  # one thread count for torch and BLAS in this kernel (SINKFRAMES_THREADS overrides)
     if selection == "balanced":
         sentences = corpus.sample_sentences(n_sentences, seed=seed, dataset=dataset, csv_path=csv_path)
     else:

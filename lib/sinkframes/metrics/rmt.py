@@ -165,27 +165,47 @@ def covariance_spectrum(x: np.ndarray) -> tuple[np.ndarray, float]:
 
 def spectrum_metrics(eig: np.ndarray, gamma: float) -> dict[str, float]:
     """Corrected statistics of a covariance spectrum ``eig`` (descending) with aspect ratio ``gamma``."""
-    eig = np.clip(np.asarray(eig, dtype=np.float64), 0.0, None)
-    p = eig.size
-    total, top = eig.sum(), eig[0]
-    if top <= 0:
-        return dict.fromkeys(CORRECTED_METRICS, float("nan"))
+    row = spectra_metrics(np.asarray(eig, dtype=np.float64)[None, :], gamma)[0]
+    return dict(zip(CORRECTED_METRICS, (float(x) for x in row), strict=True))
+
+
+def spectra_metrics(eig: np.ndarray, gamma: float) -> np.ndarray:
+    """:func:`spectrum_metrics` of many spectra at once: ``eig`` ``[spectrum, p]`` (each descending)
+    -> ``[spectrum, len(CORRECTED_METRICS)]``; a spectrum whose largest value is not positive gives NaN."""
+    eig = np.clip(np.asarray(eig, dtype=np.float64), 0.0, None)  # [spectrum, p]
+    p = eig.shape[1]
+    out = np.full((eig.shape[0], len(CORRECTED_METRICS)), np.nan)
+    ok = eig[:, 0] > 0
+    e = eig[ok]
+    if not e.size:
+        return out
+    total, top = e.sum(1), e[:, 0]
     tiny = 1e-12 * top
-    scale = float(np.median(eig)) / mp_median(gamma)
-    edge = mp_edges(gamma, scale)[1]
+    scale = np.median(e, axis=1) / mp_median(gamma)
+    edge = scale * (1 + np.sqrt(gamma)) ** 2
     cut = edge * (1 + OUTLIER_MARGIN * p ** (-2 / 3)) + tiny
-    n_out = int(np.sum(eig > cut))
-    if scale > tiny:
-        ecdf_hi = np.arange(1, p + 1) / p
-        ecdf_lo = np.arange(0, p) / p
-        model = mp_cdf(eig[::-1], gamma, scale)
-        ks = float(max(np.max(np.abs(ecdf_hi - model)), np.max(np.abs(model - ecdf_lo))))
-        over = float(top / edge)
-    else:  # no bulk: every nonzero eigenvalue is an outlier, no law to compare with
-        ks, over = float("nan"), float("inf")
-    return {"participation_ratio": float(total**2 / np.sum(eig**2)), "stable_rank": float(total / top),
-            "relative_gap": float((eig[0] - eig[1]) / top), "n_outliers": float(n_out), "top_over_edge": over,
-            "ks_distance": ks, "mp_scale": scale}
+    n_out = (e > cut[:, None]).sum(1)
+    bulk = scale > tiny
+    ks = np.full(e.shape[0], np.nan)
+    over = np.full(e.shape[0], np.inf)
+    if bulk.any():
+        ascending = e[bulk][:, ::-1] / scale[bulk, None]  # [spectrum, p] in units of the fitted scale
+        grid, cdf = _mp_cdf_table(round(float(gamma), 12))
+        model = np.interp(ascending, grid, cdf, left=0.0, right=1.0)
+        hi_gap = np.abs(np.arange(1, p + 1) / p - model).max(1)
+        lo_gap = np.abs(model - np.arange(0, p) / p).max(1)
+        ks[bulk] = np.maximum(hi_gap, lo_gap)
+        over[bulk] = top[bulk] / edge[bulk]
+    # with no bulk (scale 0) every nonzero eigenvalue is an outlier and no law is compared
+    out[ok] = np.stack([total**2 / (e**2).sum(1), total / top, (e[:, 0] - e[:, 1]) / top, n_out, over, ks, scale], 1)
+    return out
+
+
+def attention_spectra(a: np.ndarray) -> np.ndarray:
+    """Eigenvalues (descending) of ``A A^T / n`` for each square matrix of ``a`` ``[..., n, n]`` -> ``[..., n]``."""
+    a = np.asarray(a, dtype=np.float64)
+    sv = np.linalg.svd(a, compute_uv=False)  # [..., n], descending
+    return sv**2 / a.shape[-1]
 
 
 def corrected_metrics(a: np.ndarray) -> dict[str, float]:
