@@ -42,6 +42,7 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 html: $(STAMP)
+	$(PY) -c "from pathlib import Path; from sinkframes.book.assets import ensure_mathjax; ensure_mathjax(Path('.'))"
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
 # A second virtualenv at the oldest supported transformers (requirements-floor.txt)

@@ -222,6 +222,9 @@ def test_failed_page_is_reported_and_leaves_nothing(tmp_path, monkeypatch, capsy
 
 @pytest.mark.slow
 def test_book_builds_without_warnings(tmp_path):
+    from sinkframes.book.assets import ensure_mathjax
+
+    ensure_mathjax(ROOT)  # what build_html does first: MathJax into _static/ (npm, once)
     exe = shutil.which("jupyter-book") or str(Path(sys.executable).with_name("jupyter-book"))
     proc = subprocess.run(
         [exe, "build", str(ROOT), "--path-output", str(tmp_path), "-W", "-n", "--keep-going"],
@@ -236,3 +239,9 @@ def test_book_builds_without_warnings(tmp_path):
     page = html / "book" / "01_reference_frames.html"
     assert page.exists()
     assert re.search(r"sinkframes\s+\d", page.read_text())
+    # the formulas need no network: MathJax and its fonts come with the site, no page names a CDN
+    math_page = (html / "book" / "02_softmax_geometry.html").read_text()
+    assert re.search(r'src="[./]*_static/mathjax/tex-mml-chtml\.js(\?v=\w+)?"', math_page)
+    assert (html / "_static" / "mathjax" / "tex-mml-chtml.js").is_file()
+    assert list((html / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
+    assert not [p.name for p in html.rglob("*.html") if "cdn.jsdelivr.net" in p.read_text()]

@@ -140,7 +140,11 @@ def remove_leftovers(root: Path, out: Path | None = None, stale_after_s: float =
 
 
 def build_html(root: Path) -> int:
-    """``jupyter-book build . -W -n --keep-going`` (never executes notebooks; see _config.yml)."""
+    """``jupyter-book build . -W -n --keep-going`` (never executes notebooks; see _config.yml), with
+    MathJax served from the built site (fetched once, see ``book.assets``)."""
+    from .assets import ensure_mathjax
+
+    ensure_mathjax(root)
     exe = shutil.which("jupyter-book") or str(Path(sys.executable).with_name("jupyter-book"))
     cmd = [exe, "build", str(root), "-W", "-n", "--keep-going"]
     print(f"[sinkframes] {' '.join(cmd)}", flush=True)
