@@ -13,8 +13,8 @@ import time
 
 from harness import arguments, forward_attention, report, timed
 from sinkframes import corpus, extraction
-from sinkframes.types import RunOptions
 from sinkframes.analyses.geometry_values import GeometryValuesReducer
+from sinkframes.types import RunOptions
 
 
 def main() -> None:

@@ -15,8 +15,8 @@ import torch
 
 from harness import arguments, forward_attention, report, timed
 from sinkframes import corpus, extraction
-from sinkframes.probes import fisher
 from sinkframes.metrics.information import InformationReducer
+from sinkframes.probes import fisher
 
 N_FISHER = 8
 
