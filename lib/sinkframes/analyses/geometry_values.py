@@ -20,6 +20,7 @@ from scipy import stats as sps
 from .. import paper, stats
 from ..extraction import capture
 from ..metrics import geometry, values
+from ..tensors import require_finite
 from ..types import MODES, Mode, RunOptions, check_mode
 from .base import ModelResult, register_tables
 
@@ -46,6 +47,10 @@ class GeometryValuesReducer:
         return {"reducer": self.name, "version": self.version}
 
     def __call__(self, cap: capture.SampleCapture, causal: bool) -> dict[str, torch.Tensor]:
+        for name in ("attention", "query", "key", "value", "output_heads", "output"):
+            require_finite(getattr(cap, name), name)
+        if cap.hidden is not None:
+            require_finite(cap.hidden, "hidden states")
         out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(cap.n_tokens)}
         if cap.n_tokens >= 3:
             out.update(geometry.geometry_summary(cap.query_pre, cap.query, cap.key_pre, cap.key, cap.scaling, causal))

@@ -29,6 +29,7 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics import rmt
 from ..metrics.sinks import first_token_share
+from ..tensors import require_finite
 from ..types import Mode, RunOptions, check_mode
 from .base import ModelResult, register_tables
 
@@ -52,6 +53,7 @@ class RMTReducer:
                 "corrected": list(rmt.CORRECTED_METRICS), "outlier_margin": rmt.OUTLIER_MARGIN}
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+        require_finite(attn)
         a = attn.detach().double().cpu().numpy()  # [layer, head, query, key]
         n_layers, n_heads, n = a.shape[0], a.shape[1], a.shape[-1]
         faithful = np.full((n_layers, len(rmt.FAITHFUL_METRICS)), np.nan)  # [layer, metric]

@@ -45,6 +45,7 @@ import torch
 from scipy.sparse import csr_matrix
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 
+from ..tensors import require_finite
 from ..types import MODES, Mode, check_mode
 
 #: the thresholds of the paper (Sec. 4) and of ``laplacian.ipynb``
@@ -350,6 +351,7 @@ class SpectralReducer:
         }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+        require_finite(attn)
         if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
             raise ValueError(f"attention must be [layer, head, n, n], got {tuple(attn.shape)}")
         L, H, n, _ = attn.shape

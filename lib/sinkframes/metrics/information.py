@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..tensors import require_finite
 from ..types import Mode, check_mode
 from .sinks import REFERENCE_MIN_FRACTION, REFERENCE_MIN_SOURCES, REFERENCE_TAU, reference_tokens
 
@@ -241,6 +242,7 @@ class InformationReducer:
         }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+        require_finite(attn)
         a = _check(attn).float()
         n_layers, n = a.shape[0], a.shape[-1]
         out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(n)}

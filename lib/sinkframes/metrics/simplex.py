@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..tensors import require_finite
+
 
 def _as_prob(p: torch.Tensor | np.ndarray, name: str = "p") -> torch.Tensor:
     t = torch.as_tensor(p, dtype=torch.float64) if isinstance(p, np.ndarray) else p
@@ -295,6 +297,7 @@ class SimplexSummaryReducer:
         return {"reducer": self.name, "version": self.version}
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+        require_finite(attn)
         rows = row_descriptors(attn, causal)  # each [layer, head, query-1]
         out = {name: v.mean(-1) for name, v in rows.items()}  # each [layer, head]
         out["n_tokens"] = torch.tensor(attn.shape[-1])

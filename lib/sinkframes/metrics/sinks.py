@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..tensors import require_finite
+
 REFERENCE_TAU = 0.1
 REFERENCE_MIN_FRACTION = 0.5
 REFERENCE_MIN_SOURCES = 3
@@ -144,6 +146,7 @@ class SinkSummaryReducer:
         }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+        require_finite(attn)
         a = _check(attn)
         n = a.shape[-1]
         recv = received_share(a, causal)  # [layer, head, key]

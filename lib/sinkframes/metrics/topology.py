@@ -46,6 +46,7 @@ import gudhi
 import numpy as np
 import torch
 
+from ..tensors import require_finite
 from .sinks import received_share
 
 FAITHFUL_MAX_POINTS = 30
@@ -369,6 +370,7 @@ class TopologyReducer:
         }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+        require_finite(attn)
         if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
             raise ValueError(f"attention must be [layer, head, query, key], got {tuple(attn.shape)}")
         a = attn.float()
