@@ -186,3 +186,21 @@ def test_a_local_folder_that_is_not_a_model_is_not_blamed_on_the_hub(tmp_path):
         models.load(str(tmp_path), device="cpu")
     message = str(err.value).split("Cause:")[0]  # the cause quotes transformers (its model list names hubert)
     assert "hub" not in message and "HF_HUB_OFFLINE" not in message
+
+
+def test_info_on_a_folder_asking_for_sdpa_says_what_was_loaded_and_why(tmp_path):
+    import json
+
+    from sinkframes.models import load
+    from sinkframes.models.tiny import build_tiny
+
+    model, tok = build_tiny("llama")
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["attn_implementation"] = "sdpa"
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    rec = load(str(tmp_path)).record
+    assert rec.attn_implementation == "eager"
+    assert rec.extra["config_attn_implementation"] == "sdpa"
+    assert "need the attention weights" in rec.extra["attn_note"]

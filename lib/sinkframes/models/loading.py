@@ -302,7 +302,25 @@ def load(
     model, tok = _from_folder_or_hub(ref, torch_dtype, dev, revision, quantization, trust_remote_code, ref)
     src = str(Path(ref).expanduser().resolve()) if Path(ref).expanduser().is_dir() else f"hub:{ref}"
     rec = _describe(ref, src, model, tok, torch_dtype, quantization or "none", revision)
+    asked = requested_attention(ref)
+    if asked and asked != rec.attn_implementation:
+        rec.extra["config_attn_implementation"] = asked
+        rec.extra["attn_note"] = (f"the folder's config asks for {asked} attention; it is loaded with "
+                                  f"{rec.attn_implementation}, because the analyses need the attention weights")
     return LoadedModel(model, tok, rec, dev)
+
+
+def requested_attention(ref: str) -> str | None:
+    """The attention implementation a local folder's ``config.json`` asks for, if it names one."""
+    path = Path(ref).expanduser() / "config.json"
+    if not path.is_file():
+        return None
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    value = cfg.get("attn_implementation") or cfg.get("_attn_implementation")
+    return str(value) if value else None
 
 
 #: ``random:<ref>``: the architecture, config and tokenizer of ``<ref>`` with freshly initialized weights
