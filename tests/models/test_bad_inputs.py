@@ -204,3 +204,24 @@ def test_info_on_a_folder_asking_for_sdpa_says_what_was_loaded_and_why(tmp_path)
     assert rec.attn_implementation == "eager"
     assert rec.extra["config_attn_implementation"] == "sdpa"
     assert "need the attention weights" in rec.extra["attn_note"]
+
+
+def test_an_offline_key_without_its_package_falls_back_to_the_hub_unless_the_hub_is_off(tmp_path, monkeypatch):
+    from sinkframes.models import ModelLoadError, load, registry, source_fingerprint
+    from sinkframes.models.tiny import build_tiny
+    from sinkframes.report.provenance import model_revision
+
+    model, tok = build_tiny("llama")
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    # an offline key whose package is not installed; its "upstream" is a local folder standing in for the hub id
+    fake = registry.OfflineModel("fake", str(tmp_path), "sinkframes_no_such_package", "pip install fake==1.0", "none")
+    monkeypatch.setitem(registry.OFFLINE_MODELS, "fake", fake)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelLoadError, match="not installed. Install it with: pip install fake==1.0"):
+        load("fake")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    lm = load("fake")
+    assert "from the hub (the offline package is not installed)" in lm.record.source
+    assert source_fingerprint("fake")["kind"] == "hub"
+    assert "package not installed" in model_revision("fake")

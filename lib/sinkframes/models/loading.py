@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,6 +196,8 @@ def known_refs() -> list[dict[str, Any]]:
 
 def source_fingerprint(ref: str, revision: str | None = None) -> dict[str, Any]:
     """What identifies the weights behind ``ref`` without loading them (for cache keys)."""
+    if ref in OFFLINE_MODELS and hub_fallback(ref):
+        return {"kind": "hub", "id": OFFLINE_MODELS[ref].upstream, "revision": revision or "main", "offline_key": ref}
     if ref in OFFLINE_MODELS:
         om = OFFLINE_MODELS[ref]
         return {
@@ -286,6 +289,14 @@ def load(
         rec = _describe(ref, f"random initialization (seed {RANDOM_INIT_SEED}) of the architecture of {base}", model,
                         tok, torch_dtype, "none (random weights)", None)
         return LoadedModel(model, tok, rec, dev)
+    if ref in OFFLINE_MODELS and hub_fallback(ref):
+        om = OFFLINE_MODELS[ref]
+        print(f"[sinkframes] {ref}: the offline package is not installed ({om.pip}); loading its upstream "
+              f"checkpoint {om.upstream} from the hub instead", file=sys.stderr)
+        model, tok = _from_folder_or_hub(om.upstream, torch_dtype, dev, None, quantization, False, ref)
+        rec = _describe(ref, f"{om.upstream} from the hub (the offline package is not installed)", model, tok,
+                        torch_dtype, quantization or "none (upstream weights)", None)
+        return LoadedModel(model, tok, rec, dev)
     if ref in OFFLINE_MODELS:
         folder, quant = offline_folder(OFFLINE_MODELS[ref])
         model, tok = _from_folder_or_hub(str(folder), torch_dtype, dev, None, None, False, ref)
@@ -308,6 +319,17 @@ def load(
         rec.extra["attn_note"] = (f"the folder's config asks for {asked} attention; it is loaded with "
                                   f"{rec.attn_implementation}, because the analyses need the attention weights")
     return LoadedModel(model, tok, rec, dev)
+
+
+def offline_installed(ref: str) -> bool:
+    """Whether the package of offline key ``ref`` is importable here."""
+    return importlib.util.find_spec(OFFLINE_MODELS[ref].module) is not None
+
+
+def hub_fallback(ref: str) -> bool:
+    """An offline key whose package is missing is read from its upstream hub id, unless the hub is off
+    (``HF_HUB_OFFLINE``), where the missing package stays an error that names the install command."""
+    return ref in OFFLINE_MODELS and not offline_installed(ref) and not config.hub_offline()
 
 
 def requested_attention(ref: str) -> str | None:

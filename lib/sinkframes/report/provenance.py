@@ -78,6 +78,10 @@ def model_revision(ref: str, revision: str | None = None) -> str:
     folder, or a hub revision (``main`` is whatever the hub holds on the run date)."""
     from ..models.registry import OFFLINE_MODELS
 
+    from ..models.loading import hub_fallback
+
+    if hub_fallback(ref):
+        return f"{OFFLINE_MODELS[ref].upstream} from the hub, revision {revision or 'main'} (package not installed)"
     if ref in OFFLINE_MODELS:
         pinned = [w for w in OFFLINE_MODELS[ref].pip.split() if "==" in w]  # "pip install <package>==<version> ..."
         return f"from the package {pinned[0]}" if pinned else f"from `{OFFLINE_MODELS[ref].pip}`"
