@@ -76,9 +76,8 @@ def provenance(
 def model_revision(ref: str, revision: str | None = None) -> str:
     """Which weights a reference names: the offline package and its version, random weights, a local
     folder, or a hub revision (``main`` is whatever the hub holds on the run date)."""
-    from ..models.registry import OFFLINE_MODELS
-
     from ..models.loading import hub_fallback
+    from ..models.registry import OFFLINE_MODELS
 
     if hub_fallback(ref):
         return f"{OFFLINE_MODELS[ref].upstream} from the hub, revision {revision or 'main'} (package not installed)"
