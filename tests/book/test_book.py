@@ -245,3 +245,4 @@ def test_book_builds_without_warnings(tmp_path):
     assert (html / "_static" / "mathjax" / "tex-mml-chtml.js").is_file()
     assert list((html / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
     assert not [p.name for p in html.rglob("*.html") if "cdn.jsdelivr.net" in p.read_text()]
+    assert math_page.count("mathjax/tex-mml-chtml.js") == 1  # loaded once

@@ -45,7 +45,8 @@ def test_config_points_mathjax_at_the_unpacked_script() -> None:
     root = Path(__file__).resolve().parents[2]
     cfg = yaml.safe_load((root / "_config.yml").read_text())
     assert cfg["sphinx"]["config"]["mathjax_path"] == f"mathjax/{assets.MATHJAX_SCRIPT}"
-    assert assets.mathjax_dir(root) == root / "_static" / cfg["sphinx"]["config"]["mathjax_path"].split("/")[0]
+    static = cfg["sphinx"]["config"]["html_static_path"]
+    assert assets.mathjax_dir(root) == root / static[0] / cfg["sphinx"]["config"]["mathjax_path"].split("/")[0]
 
 
 def test_missing_npm_is_a_clear_error(tmp_path, monkeypatch) -> None:

@@ -3,8 +3,10 @@
 MathJax is the one script the pages would otherwise take from a CDN. :func:`ensure_mathjax` fetches
 the pinned release from the npm registry (``npm pack``, whose integrity check npm performs) and
 unpacks only what the pages use, the TeX/MathML-to-HTML component and its web fonts, into
-``_static/mathjax/``; ``_config.yml`` points Sphinx's ``mathjax_path`` there (a path relative to the
-built site's ``_static``).
+``_assets/mathjax/``. ``_config.yml`` makes ``_assets`` a Sphinx static path (copied into the built
+site's ``_static``) and points ``mathjax_path`` there. The folder is deliberately not called
+``_static``: jupyter-book adds every ``.js`` file under a source ``_static`` folder to every page, which
+would load MathJax twice on pages with math and once on pages without.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ MATHJAX_VERSION = "3.2.2"
 MATHJAX_SCRIPT = "tex-mml-chtml.js"
 #: what the pages need from the npm package: the combined component and the fonts it loads relative to itself
 MATHJAX_MEMBERS = (f"package/es5/{MATHJAX_SCRIPT}", "package/es5/output/chtml/fonts/woff-v2/")
-STATIC_DIR = "_static/mathjax"
+STATIC_DIR = "_assets/mathjax"
 
 
 class AssetError(RuntimeError):
@@ -55,7 +57,7 @@ def unpack_mathjax(tarball: Path, dest: Path) -> Path:
 
 
 def ensure_mathjax(root: Path) -> Path:
-    """``_static/mathjax/tex-mml-chtml.js`` under ``root``, fetched with ``npm pack`` when missing."""
+    """``_assets/mathjax/tex-mml-chtml.js`` under ``root``, fetched with ``npm pack`` when missing."""
     dest = mathjax_dir(root)
     script = dest / MATHJAX_SCRIPT
     if script.is_file():
