@@ -188,7 +188,8 @@ def test_smoke_run_of_every_template(page, smoke_dir):
         saved = sorted(p.stem for p in (smoke_dir / "verdicts").glob("*.json"))
         assert saved == savers
     elif page.id in savers:
-        assert (smoke_dir / "verdicts" / f"{page.id}.json").exists()
+        saved = json.loads((smoke_dir / "verdicts" / f"{page.id}.json").read_text())
+        assert saved["profile"] == "smoke", "a page run with its manifest parameters must not be labelled custom"
 
 
 def test_failed_page_is_reported_and_leaves_nothing(tmp_path, monkeypatch, capsys):

@@ -64,6 +64,31 @@ class PageSetup:
         return found
 
 
+CUSTOM = "custom"
+
+
+def profile_label(profile: str, received: dict[str, Any]) -> str:
+    """``profile`` when some manifest page of that profile ran with these values (on the names both
+    hold), else ``custom``: a reader edited the parameters, and the page must not claim a profile.
+    Without the manifest (an installed package, no checkout) the profile name is kept as given."""
+    from .manifest import ManifestError, load_manifest
+
+    try:
+        pages = load_manifest().pages
+    except (ManifestError, OSError):
+        return profile
+    judged = False
+    for page in pages:
+        expected = page.parameters.get(profile, {})
+        shared = [k for k in expected if k in received]
+        if not shared:  # nothing in common to compare (a page without parameters, such as the scorecard)
+            continue
+        judged = True
+        if all(received[k] == expected[k] for k in shared):
+            return profile
+    return CUSTOM if judged else profile
+
+
 def setup(
     *,
     profile: str,
@@ -96,6 +121,10 @@ def setup(
         }
     )
     opts = RunOptions.build(**run_options)
+    received = {"models": list(models), "n_sentences": n_sentences, "dataset": dataset, "csv_path": csv_path,
+                "seed": seed, "selection": selection, **run_options}
+    if profile_label(profile, received) == CUSTOM:
+        profile = f"{CUSTOM}"  # edited parameters: the provenance and saved verdicts say so
     from ..threads import configure
 
     configure()  # one thread count for torch and BLAS in this kernel (SINKFRAMES_THREADS overrides)
