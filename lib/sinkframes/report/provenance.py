@@ -67,7 +67,8 @@ def provenance(
     how = ("with `custom` parameters (edited: they match no profile of the manifest)" if profile == "custom"
            else f"with the `{profile}` profile")
     return (
-        f"**Produced by** sinkframes {__version__} (commit {commit}) {how}: models {', '.join(f'`{m}`' for m in models)}; {n_sentences} sentences from the `{dataset}` set "
+        f"**Produced by** sinkframes {__version__} (commit {commit}) {how}: models "
+        f"{', '.join(f'`{m}`' for m in models)}; {n_sentences} sentences from the `{dataset}` set "
         f"(seed {seed}); torch {torch.__version__}, transformers {transformers.__version__}, "
         f"Python {platform.python_version()}{run}. Run on {datetime.date.today().isoformat()}; weights: "
         + "; ".join(f"`{m}` {(weights or {}).get(m) or model_revision(m, revision)}" for m in models) + "."
