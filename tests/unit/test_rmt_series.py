@@ -150,3 +150,14 @@ def test_provenance_describes_random_twins_and_series_by_their_weights() -> None
     assert "`run` 14 checkpoints" in line and "hub revision" not in line
     s = _series({"step0": 0.0, "step8": 0.1}, n=2)
     assert R.series_result(s, "run").record["weights"].startswith("2 checkpoints")
+
+
+def test_the_page_seed_draws_the_layer_intervals() -> None:
+    mats = [stack((1 - s) * causal_uniform(9) + s * causal_first_sink(9)) for s in (0.1, 0.5, 0.2, 0.9, 0.3)]
+    a = _result(mats)
+    b = _result(mats)
+    b.params["seed"] = 7
+    b.layers = R._corrected_layers(b)
+    assert a.layers["first_token_share"].equals(b.layers["first_token_share"])  # same means
+    assert not a.layers["first_token_share_lo"].equals(b.layers["first_token_share_lo"])  # other resamples
+

@@ -102,6 +102,8 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     ms = from_summaries(ex.record, ex.summaries or [])
     ms.from_cache = ex.from_cache
     ms.params.update({"seed": seed, **asdict(o)})
+    if seed:  # the per-layer intervals were drawn with seed 0 when the result was assembled
+        ms.layers = _corrected_layers(ms)
     return ms
 
 
