@@ -18,7 +18,7 @@ import math
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -112,12 +112,6 @@ def _finite(x: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(x), x, np.nan)
 
 
-def _boot_mean(values: np.ndarray, seed: int) -> tuple[float, float, float]:
-    from ..stats import bootstrap_ci
-
-    return bootstrap_ci(values, seed=seed)
-
-
 def _corrected_layers(ms: ModelResult) -> pd.DataFrame:
     """Per layer: head-mean of each corrected statistic, averaged over sentences with a bootstrap interval."""
     rows = []
@@ -128,7 +122,8 @@ def _corrected_layers(ms: ModelResult) -> pd.DataFrame:
             for m in ("first_token_share", *CORRECTED_SHOWN):
                 key = m if m == "first_token_share" else f"corrected/{m}"
                 per_sample = np.nanmean(_finite(ms.samples[key][:, layer]), -1)  # [sample]
-                row[m], row[f"{m}_lo"], row[f"{m}_hi"] = _boot_mean(per_sample, int(ms.params.get("seed", 0)))
+                seed = int(ms.params.get("seed", 0))
+                row[m], row[f"{m}_lo"], row[f"{m}_hi"] = stats.bootstrap_ci(per_sample, seed=seed)
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -205,7 +200,6 @@ class Series:
     results: list[ModelResult]
     loss: list[float]
     seed: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def by_name(self) -> dict[str, tuple[Checkpoint, ModelResult, float]]:
         return {c.name: (c, r, lo) for c, r, lo in zip(self.checkpoints, self.results, self.loss, strict=True)}
@@ -347,7 +341,7 @@ def gap_trajectory(series: Series, mode: Mode) -> pd.DataFrame:
                 rows.append({"checkpoint": name, "gap": v, "lo": v, "hi": v})
             else:
                 per = np.nanmean(_finite(ms.samples["corrected/relative_gap"]), axis=(1, 2))  # [sample]
-                m, lo, hi = _boot_mean(per, series.seed)
+                m, lo, hi = stats.bootstrap_ci(per, seed=series.seed)
                 rows.append({"checkpoint": name, "gap": m, "lo": lo, "hi": hi})
     return pd.DataFrame(rows)
 
