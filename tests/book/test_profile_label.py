@@ -31,3 +31,48 @@ def test_setup_labels_an_edited_run_custom():
     same = page.setup(profile="smoke", models=smoke["models"], n_sentences=smoke["n_sentences"],
                       dataset=smoke["dataset"], dtype=smoke["dtype"], batch_size=smoke["batch_size"], show=False)
     assert same.profile == "smoke"
+
+
+def test_an_edit_that_matches_another_page_is_still_custom():
+    """The smoke 01 page edited to run tiny:qwen2 alone matches the qwen appendix's smoke entry, not its own."""
+    params = {k: v for k, v in M.page("reference_frames").params_for("smoke").items() if k != "profile"}
+    edited = {**params, "models": ["tiny:qwen2"]}
+    assert page.profile_label("smoke", edited) == "smoke"  # some page of the profile has these values ...
+    assert page.profile_label("smoke", edited, "reference_frames") == page.CUSTOM  # ... but not this page
+    assert page.profile_label("smoke", params, "reference_frames") == "smoke"
+    assert page.profile_label("smoke", edited, "no_such_page") == "smoke"  # unknown page: the name is kept
+
+
+def test_every_template_names_its_own_page(tmp_path):
+    import ast
+
+    import nbformat
+
+    from sinkframes.report.family import page_id
+    from tests.conftest import ROOT
+
+    for p in M.pages:
+        nb = nbformat.read(ROOT / p.template, as_version=4)
+        calls = [n for c in nb.cells if c.cell_type == "code" and "page.setup(" in c.source
+                 for n in ast.walk(ast.parse(c.source)) if isinstance(n, ast.Call)
+                 and getattr(n.func, "attr", "") == "setup"]
+        if not calls:
+            assert p.run_last  # the scorecard runs no model
+            continue
+        (call,) = calls
+        arg = next(k.value for k in call.keywords if k.arg == "page_id")
+        named = arg.value if isinstance(arg, ast.Constant) else page_id(p.params_for("offline")["family"])
+        assert named == p.id, (p.template, named)
+
+
+def test_the_packaged_manifest_is_the_checkouts_and_serves_an_installed_copy(tmp_path, monkeypatch):
+    from tests.conftest import ROOT
+
+    assert manifest.PACKAGED_MANIFEST.read_text() == (ROOT / "notebooks" / "manifest.yml").read_text(), (
+        "run `python -m sinkframes toc --write`")
+    monkeypatch.setenv("SINKFRAMES_ROOT", str(tmp_path))  # no checkout: as on Colab
+    monkeypatch.chdir(tmp_path)
+    params = {k: v for k, v in M.page("reference_frames").params_for("offline").items() if k != "profile"}
+    assert page.profile_label("offline", params, "reference_frames") == "offline"
+    assert page.profile_label("offline", {**params, "models": ["meta-llama/Llama-3.2-1B"]},
+                              "reference_frames") == page.CUSTOM

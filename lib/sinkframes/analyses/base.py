@@ -13,11 +13,16 @@ A ``ModelResult`` holds what one analysis found for one model on one sentence se
 ``result.tables(mode)`` returns the analysis' named tables under ``"faithful"`` (the official
 computation) or ``"corrected"``; each analysis module registers its table builder once with
 :func:`register_tables`.
+
+:func:`each_model` runs one analysis over several models and isolates them: a model that fails
+(a missing package, an unsupported architecture, out of memory) is announced and recorded in
+``Results.failures``, and the other models' results still come back, so a page renders what did run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,3 +81,73 @@ class ModelResult:
         if self.analysis not in _TABLES:
             raise ValueError(f"no tables registered for analysis {self.analysis!r}")
         return _TABLES[self.analysis](self, mode)
+
+
+#: the key under which a page's output carries the failed models (read by the batch build)
+FAILED_MODELS_KEY = "sinkframes/failed-models"
+
+
+@dataclass(frozen=True)
+class ModelFailure:
+    """One model an analysis could not run: its reference and the error, as ``Type: message``."""
+
+    ref: str
+    analysis: str
+    error: str
+
+    def line(self) -> str:
+        return f"`{self.ref}` failed in the {self.analysis} analysis and is left out: {self.error}"
+
+
+class Results(list[ModelResult]):
+    """The results of the models that ran, in order, with ``failures`` for those that did not."""
+
+    def __init__(self, results: Iterable[ModelResult] = (), failures: Iterable[ModelFailure] = ()) -> None:
+        super().__init__(results)
+        self.failures: list[ModelFailure] = list(failures)
+
+
+class AllModelsFailedError(RuntimeError):
+    """Every model of an analysis failed: there is nothing to show."""
+
+
+def announce(failure: ModelFailure) -> None:
+    """Say that a model failed where the reader looks: as a marked output in a notebook (the batch
+    build finds it by ``FAILED_MODELS_KEY``), as a warning elsewhere."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover - IPython comes with the notebook tooling
+        shell = None
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        from IPython.display import Markdown, display
+
+        display(Markdown(f"**Model failed.** {failure.line()}"),
+                metadata={FAILED_MODELS_KEY: [failure.ref]})
+    else:
+        warnings.warn(failure.line(), RuntimeWarning, stacklevel=3)
+
+
+def each_model(models: Iterable[str], run: Callable[[str], ModelResult], analysis: str) -> Results:
+    """``run(ref)`` for each model, in order; a model that raises is announced and recorded, not fatal.
+
+    Raises :class:`AllModelsFailedError` (with every model's error) when no model ran, and lets
+    ``KeyboardInterrupt`` through.
+    """
+    out = Results()
+    refs = list(models)
+    last: Exception | None = None
+    for ref in refs:
+        try:
+            out.append(run(ref))
+        except Exception as exc:  # noqa: BLE001 - isolation: one model's failure must not lose the others
+            last = exc
+            failure = ModelFailure(ref, analysis, f"{type(exc).__name__}: {exc}".strip())
+            out.failures.append(failure)
+            announce(failure)
+    if refs and not out:
+        raise AllModelsFailedError(
+            f"every model failed in the {analysis} analysis:\n" + "\n".join(f"- {f.line()}" for f in out.failures)
+        ) from last
+    return out

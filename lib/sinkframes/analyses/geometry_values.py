@@ -22,7 +22,7 @@ from ..extraction import capture
 from ..metrics import geometry, values
 from ..tensors import require_finite
 from ..types import MODES, Mode, RunOptions, check_mode
-from .base import ModelResult, register_tables
+from .base import ModelResult, Results, each_model, register_tables
 
 ANALYSIS = "geometry_values"
 KEYS = ["layer", "depth", "region"]
@@ -127,9 +127,10 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
-            **overrides: Any) -> list[ModelResult]:
-    """:func:`analyse_model` for each model, in order."""
-    return [analyse_model(m, texts, opts, seed=seed, **overrides) for m in models]
+            **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
+    o = RunOptions.build(opts, **overrides)  # a bad option is the caller's error, not a model's
+    return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed), ANALYSIS)
 
 
 @register_tables(ANALYSIS)

@@ -28,7 +28,7 @@ from ..metrics import information as inf
 from ..probes import fisher as fisher_mod
 from ..probes import sink_removal
 from ..types import MODES, Mode, RunOptions, check_mode
-from .base import ModelResult, register_tables
+from .base import ModelResult, Results, each_model, register_tables
 
 ANALYSIS = "information"
 DEFAULT_RULE = "p90"
@@ -174,12 +174,13 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, n_output: int = 50,
-            n_fisher: int = 16, seed: int = 0, **overrides: Any) -> list[ModelResult]:
-    """:func:`analyse_model` for each model, in order."""
+            n_fisher: int = 16, seed: int = 0, **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
     if n_output < 0 or n_fisher < 0:
         raise ValueError("n_output and n_fisher must be >= 0")
     o = RunOptions.build(opts, **overrides)
-    return [analyse_model(m, texts, o, n_output=n_output, n_fisher=n_fisher, seed=seed) for m in models]
+    return each_model(models, lambda m: analyse_model(m, texts, o, n_output=n_output, n_fisher=n_fisher, seed=seed),
+                      ANALYSIS)
 
 
 def _seed(r: ModelResult) -> int:

@@ -29,9 +29,10 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics import rmt
 from ..metrics.sinks import first_token_share
+from ..models.loading import RANDOM_PREFIX
 from ..tensors import require_finite
 from ..types import Mode, RunOptions, check_mode
-from .base import ModelResult, register_tables
+from .base import AllModelsFailedError, ModelResult, Results, each_model, register_tables
 
 ANALYSIS = "rmt"
 #: a first-token sink has formed when some layer's head-mean first-token share has its lower 95 %
@@ -105,6 +106,25 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     if seed:  # the per-layer intervals were drawn with seed 0 when the result was assembled
         ms.layers = _corrected_layers(ms)
     return ms
+
+
+def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
+            **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
+    o = RunOptions.build(opts, **overrides)  # a bad option is the caller's error, not a model's
+    return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed), ANALYSIS)
+
+
+def analyse_twins(trained: Sequence[ModelResult], texts: list[str], opts: RunOptions | None = None, *,
+                  seed: int = 0, **overrides: Any) -> list[ModelResult | None]:
+    """Each trained model's random-initialized twin (``random:<ref>``), aligned with ``trained``; ``None``
+    where the twin failed (reported like any failing model)."""
+    try:
+        twins = analyse([RANDOM_PREFIX + r.ref for r in trained], texts, opts, seed=seed, **overrides)
+    except AllModelsFailedError:
+        return [None] * len(trained)
+    by_ref = {t.ref: t for t in twins}
+    return [by_ref.get(RANDOM_PREFIX + r.ref) for r in trained]
 
 
 def _finite(x: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ from ..extraction import summarize
 from ..metrics import simplex
 from ..metrics.simplex import SimplexSummaryReducer
 from ..types import Mode, RunOptions
-from .base import ModelResult, register_tables
+from .base import ModelResult, Results, each_model, register_tables
 
 ANALYSIS = "softmax_geometry"
 
@@ -176,9 +176,10 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
-            **overrides: Any) -> list[ModelResult]:
-    """:func:`analyse_model` for each model, in order."""
-    return [analyse_model(m, texts, opts, seed=seed, **overrides) for m in models]
+            **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
+    o = RunOptions.build(opts, **overrides)  # a bad option is the caller's error, not a model's
+    return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed), ANALYSIS)
 
 
 @register_tables(ANALYSIS)

@@ -32,7 +32,7 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics.graphs import ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS, SpectralReducer
 from ..types import Mode, RunOptions, check_mode
-from .base import ModelResult, register_tables
+from .base import ModelResult, Results, each_model, register_tables
 
 ANALYSIS = "spectral"
 
@@ -112,10 +112,12 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, per_head: bool = True,
-            head_threshold: float = 0.05, seed: int = 0, **overrides: Any) -> list[ModelResult]:
-    """:func:`analyse_model` for each model, in order."""
+            head_threshold: float = 0.05, seed: int = 0, **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
     o = RunOptions.build(opts, **overrides)
-    return [analyse_model(m, texts, o, per_head=per_head, head_threshold=head_threshold, seed=seed) for m in models]
+    return each_model(
+        models, lambda m: analyse_model(m, texts, o, per_head=per_head, head_threshold=head_threshold, seed=seed),
+        ANALYSIS)
 
 
 # ----------------------------------------------------------------------------- corrected

@@ -26,7 +26,7 @@ from .. import stats
 from ..extraction import extract_attention, summarize
 from ..metrics import topology as topo
 from ..types import Mode, RunOptions
-from .base import ModelResult, register_tables
+from .base import ModelResult, Results, each_model, register_tables
 
 ANALYSIS = "topology"
 
@@ -175,10 +175,10 @@ def with_faithful_from(r: ModelResult, cut: ModelResult) -> ModelResult:
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *,
-            max_tokens: int = topo.FAITHFUL_MAX_TOKENS, **overrides: Any) -> list[ModelResult]:
-    """:func:`analyse_model` for each model, in order."""
+            max_tokens: int = topo.FAITHFUL_MAX_TOKENS, **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
     o = RunOptions.build(opts, **overrides)
-    return [analyse_model(m, texts, o, max_tokens=max_tokens) for m in models]
+    return each_model(models, lambda m: analyse_model(m, texts, o, max_tokens=max_tokens), ANALYSIS)
 
 
 # ----------------------------------------------------------------------------- tables

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..analyses.base import FAILED_MODELS_KEY
 from ..config import CACHE_ENV
 from ..verdicts.store import ENV as VERDICTS_ENV
 from .manifest import Manifest, Page, load_manifest, repo_root
@@ -68,8 +69,27 @@ def has_error_output(path: Path) -> list[str]:
     ]
 
 
+def failed_models(path: Path) -> list[str]:
+    """The models an executed notebook reports as failed (``analyses.base.announce``), in order, once each."""
+    nb = nbformat.read(path, as_version=4)
+    found = [
+        ref
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        for ref in o.get("metadata", {}).get(FAILED_MODELS_KEY, [])
+    ]
+    return list(dict.fromkeys(found))
+
+
+class PartialPageError(RuntimeError):
+    """A page ran to the end, but some of its models failed: it is written, and the build reports it."""
+
+
 def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) -> Path:
-    """Execute one page; return the executed copy's path. Raises on failure (nothing written)."""
+    """Execute one page; return the executed copy's path. Raises on failure: nothing is written when the
+    page stopped on an error; a page that ran with some models failing is written, then
+    :class:`PartialPageError` names them."""
     import papermill as pm
 
     target = (out_dir / Path(page.output).name) if out_dir else root / page.output
@@ -93,7 +113,11 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
             raise RuntimeError(f"page {page.id} holds error outputs: {errors}")
         clean_executed(tmp)
         set_title(tmp, page.title)
+        failed = failed_models(tmp)
         os.replace(tmp, target)
+        if failed:
+            raise PartialPageError(f"page {page.id} was written without these failed models: {', '.join(failed)} "
+                                   f"(each failure is shown on the page, {target})")
     finally:
         if tmp.exists():
             tmp.unlink()

@@ -78,7 +78,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_toc(args: argparse.Namespace) -> int:
-    from .manifest import load_manifest, render_toc, repo_root
+    from .manifest import PACKAGED_MANIFEST, load_manifest, render_toc, repo_root
 
     m = load_manifest()
     text = render_toc(m)
@@ -91,6 +91,7 @@ def _cmd_toc(args: argparse.Namespace) -> int:
         url, branch = repository(root)
         try:
             (root / "_toc.yml").write_text(text)
+            PACKAGED_MANIFEST.write_text((root / "notebooks" / "manifest.yml").read_text())
             for page in m.pages:  # the templates' install cells follow _config.yml's repository
                 nb = nbformat.read(root / page.template, as_version=4)
                 if set_install_cell(nb, url, branch):
@@ -166,7 +167,8 @@ def parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser(
         "toc",
-        help="print (or --write) _toc.yml from the manifest; --write also regenerates the templates' install cells",
+        help="print (or --write) _toc.yml from the manifest; --write also regenerates the templates' install cells "
+             "and the manifest's packaged copy",
     )
     t.add_argument("--write", action="store_true")
     t.set_defaults(func=_cmd_toc)

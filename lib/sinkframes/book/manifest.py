@@ -59,6 +59,22 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[3]  # lib/sinkframes/book/manifest.py -> the checkout
 
 
+#: a copy of notebooks/manifest.yml inside the package (``toc --write`` keeps it equal, a test checks it), so an
+#: installed copy with no checkout (Colab) still knows each profile's parameters
+PACKAGED_MANIFEST = Path(__file__).resolve().parents[1] / "data" / "manifest.yml"
+
+
+def reader_manifest() -> Manifest | None:
+    """The manifest for reading (profile parameters, page titles), not for running pages: the checkout's,
+    else the packaged copy, else ``None``."""
+    for path in (None, PACKAGED_MANIFEST):
+        try:
+            return load_manifest(path)
+        except (ManifestError, OSError):
+            continue
+    return None
+
+
 def load_manifest(path: Path | None = None) -> Manifest:
     path = path or repo_root() / "notebooks" / "manifest.yml"
     if not path.exists():

@@ -67,16 +67,26 @@ class PageSetup:
 CUSTOM = "custom"
 
 
-def profile_label(profile: str, received: dict[str, Any]) -> str:
-    """``profile`` when some manifest page of that profile ran with these values (on the names both
-    hold), else ``custom``: a reader edited the parameters, and the page must not claim a profile.
-    Without the manifest (an installed package, no checkout) the profile name is kept as given."""
-    from .manifest import ManifestError, load_manifest
+def profile_label(profile: str, received: dict[str, Any], page_id: str | None = None) -> str:
+    """``profile`` when the page ran with that profile's values (on the names both hold), else ``custom``:
+    a reader edited the parameters, and the page must not claim a profile.
 
-    try:
-        pages = load_manifest().pages
-    except (ManifestError, OSError):
+    With ``page_id`` the values are compared with that page's manifest entry only; without it, with any
+    page's. The manifest is the checkout's, or the copy packaged with the library (an installed copy,
+    as on Colab); with neither, or an unknown page, the profile name is kept as given.
+    """
+    from .manifest import ManifestError, reader_manifest
+
+    m = reader_manifest()
+    if m is None:
         return profile
+    if page_id is not None:
+        try:
+            pages = [m.page(page_id)]
+        except ManifestError:
+            return profile
+    else:
+        pages = m.pages
     judged = False
     for page in pages:
         expected = page.parameters.get(profile, {})
@@ -99,6 +109,7 @@ def setup(
     seed: int = 0,
     selection: str = "balanced",
     show: bool = True,
+    page_id: str | None = None,
     **run_options: Any,
 ) -> PageSetup:
     """Sentences, run options and provenance of a page.
@@ -107,6 +118,8 @@ def setup(
     topology notebook's sentence choice; needs the paper's CSV). ``run_options`` are
     ``RunOptions`` fields (``batch_size``, ``max_length``, ``bos_policy``, ``dtype``, ``device``, ...);
     an unknown name is an error that lists the valid ones. ``show`` displays the provenance line.
+    ``page_id`` (the manifest id of the calling page) makes the profile label compare the parameters with
+    that page's entry only (see :func:`profile_label`).
     """
     check_parameters(
         {
@@ -123,7 +136,7 @@ def setup(
     opts = RunOptions.build(**run_options)
     received = {"models": list(models), "n_sentences": n_sentences, "dataset": dataset, "csv_path": csv_path,
                 "seed": seed, "selection": selection, **run_options}
-    if profile_label(profile, received) == CUSTOM:
+    if profile_label(profile, received, page_id) == CUSTOM:
         profile = f"{CUSTOM}"  # edited parameters: the provenance and saved verdicts say so
     from ..threads import configure
 

@@ -10,10 +10,11 @@ from ..analyses.base import ModelResult
 from ..analyses.rmt import Series, emergence, faithful_comparison, model_summary
 
 
-def twin_notes(trained: Sequence[ModelResult], random: Sequence[ModelResult], labels: Sequence[str]) -> str:
-    """One bullet per model: its corrected statistics beside those of its random-initialized twin."""
-    a = model_summary(trained, "corrected", labels)
-    b = model_summary(random, "corrected", labels)
+def twin_notes(trained: Sequence[ModelResult], random: Sequence[ModelResult | None]) -> str:
+    """One bullet per model whose random-initialized twin ran: its corrected statistics beside the twin's."""
+    pairs = [(t, r) for t, r in zip(trained, random, strict=True) if r is not None]
+    a = model_summary([t for t, _ in pairs], "corrected")
+    b = model_summary([r for _, r in pairs], "corrected")
     lines = []
     for (_, t), (_, r) in zip(a.iterrows(), b.iterrows(), strict=True):
         lines.append(

@@ -56,6 +56,12 @@ def family_of(key: str) -> Family:
     return FAMILIES[key]
 
 
+def page_id(key: str) -> str:
+    """The manifest id of the family's appendix page (``appendix_e_llama``, ...)."""
+    fam = family_of(key)
+    return f"appendix_{fam.appendix.lower()}_{fam.key}"
+
+
 def appendix_claims(key: str) -> list[Claim]:
     """The registry's claims printed in the family's appendix."""
     letter = family_of(key).appendix
@@ -106,7 +112,7 @@ def header(fr: FamilyResults) -> str:
                 "analyses below ran end to end on it, which tests the code path the paper's models take; no "
                 "number is shown and no claim is decided. The claims of appendix "
                 f"{fam.appendix} are *not evaluated* here: `python -m sinkframes build --profile paper --pages "
-                f"appendix_{fam.appendix.lower()}_{fam.key}` evaluates them on the paper's models (network and, for "
+                f"{page_id(fam.key)}` evaluates them on the paper's models (network and, for "
                 "the large ones, a GPU), or open this page on Colab and set `models`.")
     return (f"Models: {names}, standing in for the paper's {fam.name} models of appendix {fam.appendix}. They are "
             "tested against the claims of the family the paper assigns to their architecture.")

@@ -96,7 +96,8 @@ def model_revision(ref: str, revision: str | None = None) -> str:
 
 
 def model_notes(results: Sequence[ModelResult]) -> str:
-    """One line per model of any analysis' results: what was loaded, with its quantization and BOS convention."""
+    """One line per model of any analysis' results: what was loaded, with its quantization and BOS convention,
+    then one per model that failed (``analyses.base.Results.failures``)."""
     lines = []
     for res in results:
         r = res.record
@@ -110,4 +111,5 @@ def model_notes(results: Sequence[ModelResult]) -> str:
             f"{r['n_heads']} query heads / {r['n_kv_heads']} KV head{'s' if r['n_kv_heads'] != 1 else ''}, "
             f"{r['position_encoding']}; weights: {r['quantization']}; tokenizer {bos}."
         )
+    lines += [f"- **{f.line()}**" for f in getattr(results, "failures", [])]
     return "\n".join(lines)

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pandas as pd
 
-from ..book.manifest import Manifest
+from ..book.manifest import Manifest, ManifestError, reader_manifest
 from ..paper import APPENDIX_OF, CLAIMS, Claim
 from ..verdicts import NOT_EVALUATED, QUESTIONS, STATUSES, PageVerdicts, Verdict
 
@@ -86,8 +86,12 @@ def claim_counts(saved: dict[str, PageVerdicts], profile: str) -> dict[str, int]
             "tested here": len(tested), "no model here": len(no_model)}
 
 
-def html_table(table: pd.DataFrame, manifest: Manifest) -> str:
-    """The scorecard as an HTML table, one block per section, each claim linked to the page that tests it."""
+def html_table(table: pd.DataFrame, manifest: Manifest | None = None) -> str:
+    """The scorecard as an HTML table, one block per section, each claim linked to the page that tests it
+    (pages as ``manifest`` lists them; by default the checkout's manifest or the library's packaged copy)."""
+    manifest = manifest or reader_manifest()
+    if manifest is None:
+        raise ManifestError("no manifest: neither a checkout nor the library's packaged copy (reinstall sinkframes)")
     titles = {p.id: (p.output.split("/")[-1].replace(".ipynb", ".html"), p.title) for p in manifest.pages}
     # claims of appendices E-J link to their family page, the others to the section page that tests them
     appendix_page = {APPENDIX_OF[str(p.parameters["offline"]["family"])]: p.id for p in manifest.pages

@@ -1,0 +1,86 @@
+"""Execute every template with the smoke profile in a scratch folder, with an installed ``sinkframes``.
+
+Run by ``tests/installed/run.sh`` with the fresh virtualenv's python, from outside the repository:
+the manifest comes from the installed package (its packaged copy), the templates are copied into
+the scratch folder, and each page must run to the end with no error output and no failed model,
+in a kernel that imports the installed library at the floor transformers version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import papermill as pm
+
+from sinkframes.book.batch import failed_models, has_error_output
+from sinkframes.book.manifest import PACKAGED_MANIFEST, load_manifest
+from sinkframes.verdicts.store import ENV as VERDICTS_ENV
+
+PROBE = "import json, sys, sinkframes, transformers\nprint(json.dumps({'python': sys.executable, " \
+        "'sinkframes': sinkframes.__file__, 'transformers': transformers.__version__}))"
+
+
+def kernel_facts(work: Path) -> dict[str, str]:
+    """What the kernel papermill starts imports: its python, the library's file, transformers' version."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(PROBE)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, work / "probe.ipynb")
+    pm.execute_notebook(str(work / "probe.ipynb"), str(work / "probe.out.ipynb"), kernel_name="python3",
+                        progress_bar=False, cwd=str(work))
+    out = nbformat.read(work / "probe.out.ipynb", as_version=4).cells[0].outputs
+    return json.loads("".join(o.get("text", "") for o in out if o.get("name") == "stdout"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--templates", type=Path, required=True, help="the checkout's notebooks/ folder")
+    ap.add_argument("--work", type=Path, required=True, help="scratch folder outside the repository")
+    ap.add_argument("--floor", type=Path, required=True, help="requirements-floor.txt (the expected versions)")
+    args = ap.parse_args()
+    work = args.work.resolve()
+    floor = dict(line.split("==") for line in args.floor.read_text().splitlines()
+                 if "==" in line and not line.startswith("#"))
+    facts = kernel_facts(work)
+    print(f"[installed] kernel: {facts}", flush=True)
+    venv = Path(sys.prefix).resolve()
+    problems = []
+    if not Path(facts["sinkframes"]).resolve().is_relative_to(venv):
+        problems.append(f"the kernel imports sinkframes from {facts['sinkframes']}, not from {venv}")
+    if facts["transformers"] != floor["transformers"]:
+        problems.append(f"the kernel has transformers {facts['transformers']}, not the floor {floor['transformers']}")
+    m = load_manifest(PACKAGED_MANIFEST)  # what an installed copy knows; the checkout's copy is tested equal
+    templates, out = work / "notebooks", work / "pages"
+    shutil.copytree(args.templates, templates, ignore=shutil.ignore_patterns("*.yml", ".ipynb_checkpoints"))
+    out.mkdir()
+    os.environ[VERDICTS_ENV] = str(out / "verdicts")
+    for page in sorted(m.pages, key=lambda p: p.run_last):  # the scorecard reads what the others saved
+        target = out / f"{page.id}.ipynb"
+        print(f"[installed] {page.id} ...", flush=True)
+        try:
+            pm.execute_notebook(str(templates / Path(page.template).name), str(target),
+                                parameters=page.params_for("smoke"), cwd=str(work), progress_bar=False,
+                                kernel_name="python3", execution_timeout=page.timeout)
+        except Exception as exc:  # noqa: BLE001 - every page is tried; failures are listed together
+            problems.append(f"{page.id}: {type(exc).__name__}: {str(exc)[-1500:]}")
+            continue
+        if errors := has_error_output(target):
+            problems.append(f"{page.id}: error outputs {errors}")
+        if failed := failed_models(target):
+            problems.append(f"{page.id}: failed models {failed}")
+    if problems:
+        print("[installed] FAILED:\n" + "\n".join(f"  - {p}" for p in problems), file=sys.stderr)
+        return 1
+    print(f"[installed] all {len(m.pages)} pages ran with the installed library (transformers "
+          f"{facts['transformers']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
