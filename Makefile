@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book test test-fast test-floor lint lab html bench clean-cache reproduce
+.PHONY: book test test-fast test-floor test-installed lint lab html bench clean-cache reproduce
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -69,6 +69,12 @@ test: lint
 # the tests that need no real model and no notebook, at the oldest supported transformers
 test-floor: $(FLOOR_STAMP)
 	$(FLOOR)/bin/python -m pytest -q -m "not slow" tests/unit tests/models
+
+# every template with the smoke profile, from a copy installed the way the Colab install cell does it
+# (pip install "sinkframes @ git+file://<this checkout>@HEAD"), in a fresh virtualenv at the floor
+# transformers, in a scratch folder outside the repository
+test-installed:
+	bash tests/installed/run.sh
 
 test-fast: lint
 	$(PY) -m pytest -q -m "not slow" tests/unit tests/models

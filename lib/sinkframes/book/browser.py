@@ -1,0 +1,183 @@
+"""The built book as a reader's browser shows it: headless Chromium, no network, one check per page.
+
+:func:`check_site` opens every HTML page of a built site (``_build/html``) in headless Chromium with
+every host name unresolvable (the book must read offline), saves a screenshot of each, and lists
+what a reader would meet:
+
+- an image that does not load;
+- a local link, or its ``#anchor``, that does not resolve (read from the HTML files);
+- a console error (a failed script, a missing resource);
+- raw TeX in the rendered text (``\\(`` or ``$$``: MathJax did not run);
+- a table, image or figure wider than the content column;
+- an error output, a traceback or a stderr stream.
+
+It needs the ``chromium`` and ``chromium-driver`` packages (Debian) and Selenium.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlparse
+
+#: the window a reader has: a laptop screen
+WINDOW = (1280, 1000)
+#: the content column of sphinx-book-theme (the article, without the side bars)
+COLUMN_SELECTOR = "article.bd-article"
+#: a table or figure may pass the column's width by this many pixels (sub-pixel rounding)
+WIDTH_SLACK_PX = 2
+
+# every value the page check returns, measured in the page after MathJax (if any) has finished
+_PAGE_SCRIPT = """
+const done = arguments[arguments.length - 1];
+const measure = () => {
+  const column = document.querySelector(arguments[0]) || document.body;
+  const width = column.clientWidth;
+  const name = (el) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+    ' "' + (el.innerText || el.getAttribute('alt') || el.getAttribute('src') || '').trim().slice(0, 50) + '"';
+  const broken = [...document.images].filter((im) => !(im.complete && im.naturalWidth > 0))
+    .map((im) => im.getAttribute('src'));
+  const wide = [...column.querySelectorAll('table, img, figure, svg.figure, .cell_output img')]
+    .filter((el) => el.offsetParent !== null)
+    .map((el) => [name(el), Math.round(Math.max(el.scrollWidth, el.getBoundingClientRect().width))])
+    .filter(([, w]) => w > width + arguments[1]);
+  const text = column.innerText;
+  const tex = ['\\\\(', '\\\\[', '$$'].filter((t) => text.includes(t));
+  const errors = [...column.querySelectorAll('.output.traceback, .output.stderr, .output.error, .output_error')]
+    .map((el) => el.innerText.trim().slice(0, 120));
+  if (text.includes('Traceback (most recent call last)')) errors.push('a traceback in the text');
+  done({width: width, broken: broken, wide: wide, tex: tex, errors: errors});
+};
+if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+  MathJax.startup.promise.then(measure, measure);
+} else {
+  measure();
+}
+"""
+
+
+class BrowserUnavailableError(RuntimeError):
+    """Chromium, its driver or Selenium is missing."""
+
+
+@dataclass
+class PageReport:
+    """What the browser found on one page (empty ``problems``: clean)."""
+
+    page: str
+    problems: list[str] = field(default_factory=list)
+    screenshot: Path | None = None
+
+
+def chromium_driver(window: tuple[int, int] = WINDOW):  # type: ignore[no-untyped-def]
+    """Headless Chromium under Selenium, with every host name unresolvable and console logging on."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError as exc:
+        raise BrowserUnavailableError("Selenium is not installed: pip install selenium") from exc
+    binary = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    driver_path = shutil.which("chromedriver")
+    if not binary or not driver_path:
+        raise BrowserUnavailableError("no Chromium or chromedriver on PATH: apt-get install chromium chromium-driver")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                f"--window-size={window[0]},{window[1]}", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost",
+                "--allow-file-access-from-files", "--hide-scrollbars"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(driver_path), options=opts)
+
+
+class _Links(HTMLParser):
+    """The ``href``/``src`` values and the ``id``/``name`` anchors of one HTML file."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.anchors: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        for key in ("id", "name") if tag in ("a", "span", "div", "section", "h1", "h2", "h3", "h4", "dt",
+                                              "figure", "table", "p", "li", "img", "code", "article") else ("id",):
+            if a.get(key):
+                self.anchors.add(str(a[key]))
+        if a.get("id"):
+            self.anchors.add(str(a["id"]))
+        if tag == "a" and a.get("href"):
+            self.links.append(str(a["href"]))
+
+
+def _parse(path: Path) -> _Links:
+    p = _Links()
+    p.feed(path.read_text(errors="replace"))
+    return p
+
+
+def link_problems(site: Path, page: Path, cache: dict[Path, _Links] | None = None) -> list[str]:
+    """The local links of ``page`` whose file or ``#anchor`` does not exist in the built ``site``."""
+    cache = {} if cache is None else cache
+    parsed = cache.setdefault(page, _parse(page))
+    problems = []
+    for href in parsed.links:
+        url = urlparse(href)
+        if url.scheme or href.startswith("//") or href.startswith("mailto:"):
+            continue  # another host: not part of the offline book (blocked in the browser)
+        path_part, anchor = urldefrag(href)
+        target = (page.parent / unquote(path_part)).resolve() if path_part else page
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file() or not target.resolve().is_relative_to(site.resolve()):
+            problems.append(f"broken link {href!r}")
+            continue
+        if anchor and target.suffix == ".html":
+            anchors = cache.setdefault(target, _parse(target)).anchors
+            if unquote(anchor) not in anchors:
+                problems.append(f"broken anchor {href!r}")
+    return problems
+
+
+def check_page(driver, site: Path, page: Path, screenshots: Path | None = None,  # type: ignore[no-untyped-def]
+               link_cache: dict[Path, _Links] | None = None) -> PageReport:
+    """Open ``page`` of the built ``site`` and list its problems (see the module docstring)."""
+    rel = str(page.relative_to(site))
+    report = PageReport(rel)
+    driver.get_log("browser")  # drop what earlier pages logged
+    driver.get(page.resolve().as_uri())
+    driver.set_script_timeout(60)
+    found = driver.execute_async_script(_PAGE_SCRIPT, COLUMN_SELECTOR, WIDTH_SLACK_PX)
+    report.problems += [f"image does not load: {src}" for src in found["broken"]]
+    report.problems += [f"{what} is {w} px wide, the content column {found['width']} px" for what, w in found["wide"]]
+    report.problems += [f"raw TeX in the rendered text ({t!r})" for t in found["tex"]]
+    report.problems += [f"error output: {e}" for e in found["errors"]]
+    report.problems += [f"console error: {e['message'][:300]}" for e in driver.get_log("browser")
+                        if e.get("level") == "SEVERE"]
+    report.problems += link_problems(site, page, link_cache)
+    if screenshots is not None:
+        shot = screenshots / (rel.replace("/", "__").removesuffix(".html") + ".png")
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(WINDOW[0], min(int(height), 16000))
+        driver.save_screenshot(str(shot))
+        driver.set_window_size(*WINDOW)
+        report.screenshot = shot
+    return report
+
+
+def site_pages(site: Path) -> list[Path]:
+    """Every HTML page of the built site a reader can open (not the copied sources or static files)."""
+    return sorted(p for p in site.rglob("*.html") if not p.relative_to(site).parts[0].startswith("_"))
+
+
+def check_site(site: Path, screenshots: Path | None = None, pages: list[Path] | None = None) -> list[PageReport]:
+    """:func:`check_page` on every page of ``site`` (or ``pages``), in one browser."""
+    driver = chromium_driver()
+    cache: dict[Path, _Links] = {}
+    try:
+        return [check_page(driver, site, p, screenshots, cache) for p in (pages or site_pages(site))]
+    finally:
+        driver.quit()
