@@ -20,6 +20,7 @@ import shutil
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urldefrag, urlparse
 
 #: the window a reader has: a laptop screen
@@ -71,7 +72,7 @@ class PageReport:
     screenshot: Path | None = None
 
 
-def chromium_driver(window: tuple[int, int] = WINDOW):  # type: ignore[no-untyped-def]
+def chromium_driver(window: tuple[int, int] = WINDOW) -> Any:
     """Headless Chromium under Selenium, with every host name unresolvable and console logging on."""
     try:
         from selenium import webdriver
@@ -141,7 +142,7 @@ def link_problems(site: Path, page: Path, cache: dict[Path, _Links] | None = Non
     return problems
 
 
-def check_page(driver, site: Path, page: Path, screenshots: Path | None = None,  # type: ignore[no-untyped-def]
+def check_page(driver: Any, site: Path, page: Path, screenshots: Path | None = None,
                link_cache: dict[Path, _Links] | None = None) -> PageReport:
     """Open ``page`` of the built ``site`` and list its problems (see the module docstring)."""
     rel = str(page.relative_to(site))

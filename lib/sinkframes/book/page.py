@@ -141,6 +141,9 @@ def setup(
     from ..threads import configure
 
     configure()  # one thread count for torch and BLAS in this kernel (SINKFRAMES_THREADS overrides)
+    from ..report.tables import install as table_style
+
+    table_style()  # every DataFrame the page shows in the book's table style (report.tables)
     if selection == "balanced":
         sentences = corpus.sample_sentences(n_sentences, seed=seed, dataset=dataset, csv_path=csv_path)
     else:

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from .style import _short, _style
+from .style import _short, _style, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -44,7 +44,7 @@ def attention_maps(examples: Sequence[Extraction], sample: int = 0,
                 ax.set_ylabel("query")
             ax.set_xlabel("key")
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def layer_profiles(frames: Sequence[ModelResult], labels: Sequence[str] | None = None) -> Figure:
@@ -71,7 +71,7 @@ def layer_profiles(frames: Sequence[ModelResult], labels: Sequence[str] | None =
         ax.set_ylim(-0.02, 1.02)
     axes[0].legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def reference_counts(frames: Sequence[ModelResult]) -> Figure:
@@ -89,7 +89,7 @@ def reference_counts(frames: Sequence[ModelResult]) -> Figure:
     ax.set_ylabel("reference tokens (mean over layers)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def heads_heatmap(frames: Sequence[ModelResult], measure: str, title: str) -> Figure:
@@ -103,4 +103,4 @@ def heads_heatmap(frames: Sequence[ModelResult], measure: str, title: str) -> Fi
         ax.set_ylabel("layer")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    return fig
+    return finish(fig)

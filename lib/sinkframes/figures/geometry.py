@@ -10,7 +10,7 @@ import pandas as pd
 import seaborn as sns
 
 from ..types import MODES
-from .style import _style
+from .style import _style, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -38,7 +38,7 @@ def key_geometry(results: Sequence[ModelResult]) -> Figure:
         ax.set_xlabel("relative depth (layer / last layer)")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def rope_effect(results: Sequence[ModelResult]) -> Figure:
@@ -56,7 +56,7 @@ def rope_effect(results: Sequence[ModelResult]) -> Figure:
     axes[0][0].set_ylabel("mean cosine")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def per_head(results: Sequence[ModelResult], measure: str, title: str, center: float | None = None) -> Figure:
@@ -72,7 +72,7 @@ def per_head(results: Sequence[ModelResult], measure: str, title: str, center: f
         ax.set_ylabel("layer")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 _VALUE_PANELS = [("entropy", "attention entropy (nats)"), ("magnitude", "transformation magnitude"),
@@ -95,7 +95,7 @@ def value_profiles(results: Sequence[ModelResult]) -> Figure:
                 ax.set_xlabel("relative depth")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def reference_counts(table: pd.DataFrame) -> Figure:
@@ -111,4 +111,4 @@ def reference_counts(table: pd.DataFrame) -> Figure:
     ax.set_ylabel("reference tokens (mean over layers)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return finish(fig)

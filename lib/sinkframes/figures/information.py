@@ -7,7 +7,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from .style import _style
+from .style import _style, finish
 
 
 def information_profiles(profiles: pd.DataFrame, column: str, ylabel: str,
@@ -29,7 +29,7 @@ def information_profiles(profiles: pd.DataFrame, column: str, ylabel: str,
     axes[0][0].set_ylabel(ylabel)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def output_check(table: pd.DataFrame) -> Figure:
@@ -45,4 +45,4 @@ def output_check(table: pd.DataFrame) -> Figure:
         ax.set_ylabel("next-token KL" if d["metric"].iloc[0] == "kl" else "embedding distance (1 - cos)")
         ax.set_yscale("log")
     fig.tight_layout()
-    return fig
+    return finish(fig)

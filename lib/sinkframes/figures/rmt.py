@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from ..analyses.base import ModelResult
 from ..analyses.rmt import SINK_SHARE_THRESHOLD, Series, series_table
 from ..metrics import rmt
-from .style import _style
+from .style import _style, finish
 
 PANELS = (("first_token_share", "first-token share"), ("participation_ratio", "participation ratio of A A^T / n"),
           ("n_outliers", "eigenvalues above the MP edge"), ("ks_distance", "KS distance to the fitted MP law"))
@@ -40,7 +40,7 @@ def layer_profiles(trained: Sequence[ModelResult], random: Sequence[ModelResult 
         ax.set_xlabel("relative depth (layer / last layer)")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def example_spectrum(a: np.ndarray, title: str) -> Figure:
@@ -64,7 +64,7 @@ def example_spectrum(a: np.ndarray, title: str) -> Figure:
     ax.set_title(f"{title}: {int(m['n_outliers'])} above the edge, KS {m['ks_distance']:.2f}", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def emergence_curves(series: Series, label: str, heldout: pd.DataFrame | None = None) -> Figure:
@@ -101,4 +101,4 @@ def emergence_curves(series: Series, label: str, heldout: pd.DataFrame | None = 
         ax.set_xscale("log")
         ax.set_xlabel("training step (step 0 at 0.5)")
     fig.tight_layout()
-    return fig
+    return finish(fig)

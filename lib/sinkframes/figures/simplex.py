@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import simplex
-from .style import _style
+from .style import _style, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -78,7 +78,7 @@ def simplex_panels(n_paths: int = 6, seed: int = 0) -> Figure:
         axes[0].plot(path[-1, 0], path[-1, 1], "o", color="red", ms=4)
     axes[0].plot(*_to_xy(u), "o", color="white", ms=5)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def sphere_panel(n_paths: int = 6, seed: int = 0) -> Figure:
@@ -102,7 +102,7 @@ def sphere_panel(n_paths: int = 6, seed: int = 0) -> Figure:
     ax.set_zlabel("2 sqrt(p2)")
     ax.set_title("paths of softmax(z s) on the sphere of radius 2", fontsize=10)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def sink_sweep(sweep: pd.DataFrame) -> Figure:
@@ -121,7 +121,7 @@ def sink_sweep(sweep: pd.DataFrame) -> Figure:
     axes[2].axhline(math.pi / 2, color="grey", lw=0.8, ls="--")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def key_norm_sweep(table: pd.DataFrame) -> Figure:
@@ -141,7 +141,7 @@ def key_norm_sweep(table: pd.DataFrame) -> Figure:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("sink key norm")
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def entropy_vs_sink_share(results: Sequence[ModelResult]) -> Figure:
@@ -167,7 +167,7 @@ def entropy_vs_sink_share(results: Sequence[ModelResult]) -> Figure:
             if row == 0:
                 ax.set_title(r.ref, fontsize=10)
     fig.colorbar(sc, ax=axes, shrink=0.6, label="relative depth")
-    return fig
+    return finish(fig)
 
 
 def vertex_distance_by_layer(results: Sequence[ModelResult]) -> Figure:
@@ -195,4 +195,4 @@ def vertex_distance_by_layer(results: Sequence[ModelResult]) -> Figure:
         ax.set_xlabel("relative depth (layer / last layer)")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return finish(fig)

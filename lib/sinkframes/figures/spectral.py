@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ..analyses import spectral as sp
 from ..metrics.graphs import PAPER_THRESHOLDS
-from .style import _style
+from .style import _style, finish
 
 if TYPE_CHECKING:
     from ..analyses.base import ModelResult
@@ -51,7 +51,7 @@ def threshold_sweeps(models: Sequence[ModelResult],
                 ax.set_xlabel("threshold t")
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, 1))
     fig.colorbar(sm, ax=axes, shrink=0.6, label="relative depth (0 = first layer)")
-    return fig
+    return finish(fig)
 
 
 def layer_profiles(table: pd.DataFrame, metric: str,
@@ -72,7 +72,7 @@ def layer_profiles(table: pd.DataFrame, metric: str,
     axes[0, 0].set_ylabel(LABELS.get(metric, metric))
     axes[0, -1].legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def correlation_flips(corr: pd.DataFrame) -> Figure:
@@ -97,7 +97,7 @@ def correlation_flips(corr: pd.DataFrame) -> Figure:
     axes[0, 0].set_ylabel("Pearson r with lambda2")
     axes[0, -1].legend(fontsize=7, loc="lower left")
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def faithful_vs_corrected(tab: sp.SpectralTables, threshold: float = 0.01) -> Figure:
@@ -118,7 +118,7 @@ def faithful_vs_corrected(tab: sp.SpectralTables, threshold: float = 0.01) -> Fi
     axes[0, 0].set_ylabel("algebraic connectivity")
     axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def head_heatmaps(models: Sequence[ModelResult], metric: str) -> Figure:
@@ -133,7 +133,7 @@ def head_heatmaps(models: Sequence[ModelResult], metric: str) -> Figure:
     t = models[0].params.get("head_threshold", 0.05)
     fig.suptitle(f"{LABELS.get(metric, metric)} per head, t = {t:g}", fontsize=11)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def effectiveness(table: pd.DataFrame) -> Figure:
@@ -145,4 +145,4 @@ def effectiveness(table: pd.DataFrame) -> Figure:
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return finish(fig)

@@ -1,11 +1,29 @@
-"""One style for every figure of the book: theme, resolution, token labels."""
+"""One style for every figure of the book: theme, resolution, sizes that fit the text column, token labels.
+
+At ``DPI`` 96 a Matplotlib point is a CSS point, so a figure no wider than ``COLUMN_IN`` is shown at its
+own size in the book's text column (752 px at a 1280-pixel window) and its labels keep their point
+sizes. Every figure function ends with :func:`finish`, which enforces both: no text under
+``MIN_FONT_PT``, and a figure wider than the column re-laid out in more rows of panels (or, when
+colorbars are attached to its panels, scaled down to the column with its fonts kept).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import math
+
 import matplotlib.pyplot as plt
 import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.gridspec import GridSpec
+from matplotlib.text import Text
 
-DPI = 80
+DPI = 96
+#: the widest figure shown at its own size in the text column (7.6 in = 730 px at 96 dpi)
+COLUMN_IN = 7.6
+#: the smallest label a reader should have to read, in points at the rendered size
+MIN_FONT_PT = 9.0
 
 
 def _style() -> None:
@@ -19,3 +37,62 @@ def _short(tok: str, width: int = 10) -> str:
     """A token as an axis label: word-start markers as ``_``, newlines escaped, cut to ``width`` characters."""
     tok = tok.replace("Ġ", "_").replace("▁", "_").replace("\n", "\\n")
     return tok if len(tok) <= width else tok[: width - 1] + "~"
+
+
+def _panels(fig: Figure) -> list[Axes]:
+    """The figure's grid panels (axes placed by a subplot spec; not colorbars or insets)."""
+    return [ax for ax in fig.axes if ax.get_subplotspec() is not None and ax.get_label() != "<colorbar>"]
+
+
+def _clamp_fonts(fig: Figure) -> None:
+    """Raise every text of ``fig`` (titles, labels, tick labels, legends, annotations) to ``MIN_FONT_PT``."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            sizes = [float(t.get_fontsize()) for t in axis.get_ticklabels(which="both")]
+            if sizes and min(sizes) < MIN_FONT_PT:
+                axis.set_tick_params(which="both", labelsize=max(MIN_FONT_PT, *sizes))
+    for t in fig.findobj(Text):
+        if t.get_text() and float(t.get_fontsize()) < MIN_FONT_PT:
+            t.set_fontsize(MIN_FONT_PT)
+
+
+def _reflow(fig: Figure, panels: list[Axes]) -> bool:
+    """Lay a too-wide grid of one-cell panels out in more rows of at most ``COLUMN_IN``; ``False`` when the
+    panels span several cells or the grid already has one column."""
+    w, h = fig.get_size_inches()
+    specs = [ax.get_subplotspec() for ax in panels]
+    gs = specs[0].get_gridspec() if specs[0] is not None else None
+    if gs is None:
+        return False
+    nrows, ncols = gs.get_geometry()
+    cells = []
+    for ax, s in zip(panels, specs, strict=True):
+        if s is None or s.get_gridspec() is not gs or len(s.rowspan) != 1 or len(s.colspan) != 1:
+            return False
+        cells.append((s.rowspan.start, s.colspan.start, ax))
+    panel_w, panel_h = w / ncols, h / nrows
+    per_row = max(1, round(COLUMN_IN / panel_w))  # panels may shrink a little to fit two (or more) a row
+    if per_row >= ncols:
+        return False
+    chunks = math.ceil(ncols / per_row)
+    new = GridSpec(nrows * chunks, per_row, figure=fig)
+    for r, c, ax in cells:
+        ax.set_subplotspec(new[r * chunks + c // per_row, c % per_row])
+    fig.set_size_inches(min(COLUMN_IN, per_row * panel_w), panel_h * nrows * chunks)
+    return True
+
+
+def finish(fig: Figure) -> Figure:
+    """``fig`` made to fit the text column with readable labels (see the module docstring)."""
+    fig.set_dpi(DPI)
+    _clamp_fonts(fig)
+    w, h = fig.get_size_inches()
+    if w > COLUMN_IN + 1e-6:
+        panels = _panels(fig)
+        has_colorbars = len(panels) != len(fig.axes)
+        if has_colorbars or not panels or not _reflow(fig, panels):
+            fig.set_size_inches(COLUMN_IN, h * COLUMN_IN / w)
+    if fig.get_layout_engine() is None:
+        with contextlib.suppress(ValueError, RuntimeError):  # a layout tight_layout cannot solve stays as it is
+            fig.tight_layout()
+    return fig

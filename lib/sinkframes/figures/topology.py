@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ..analyses import topology as atopo
 from ..metrics import topology as topo
-from .style import _style
+from .style import _style, finish
 
 if TYPE_CHECKING:
     from ..analyses.base import ModelResult
@@ -43,7 +43,7 @@ def betti_curves(results: Sequence[ModelResult]) -> Figure:
         axes[0, c].set_title(f"{mt.ref} ({L} layers)", fontsize=10)
         sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, L - 1))
         fig.colorbar(sm, ax=axes[:, c], shrink=0.5, label="layer", pad=0.01)
-    return fig
+    return finish(fig)
 
 
 def _diagram(ax: Any, h0: np.ndarray, h1: np.ndarray, title: str) -> None:
@@ -81,7 +81,7 @@ def persistence_diagrams(example: dict[str, Any]) -> Figure:
         ax.set_xlabel("birth")
     fig.suptitle(f"{example['ref']}: {len(example['tokens'])} tokens", fontsize=10)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def faithful_vs_corrected(results: Sequence[ModelResult], t: float = 0.05) -> Figure:
@@ -103,7 +103,7 @@ def faithful_vs_corrected(results: Sequence[ModelResult], t: float = 0.05) -> Fi
         ax.set_xlabel("relative depth (layer / last layer)")
     axes[1].legend(fontsize=7)
     fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def specialization_heatmaps(tables: Sequence[pd.DataFrame]) -> Figure:
@@ -117,4 +117,4 @@ def specialization_heatmaps(tables: Sequence[pd.DataFrame]) -> Figure:
             sns.heatmap(grid, ax=axes[r, c], vmin=0, vmax=1, cmap="viridis", cbar=c == len(tables) - 1)
             axes[r, c].set_title(f"{t['model'].iloc[0]}: {lab}", fontsize=9)
     fig.tight_layout()
-    return fig
+    return finish(fig)

@@ -86,9 +86,27 @@ def claim_counts(saved: dict[str, PageVerdicts], profile: str) -> dict[str, int]
             "tested here": len(tested), "no model here": len(no_model)}
 
 
+SCORECARD_STYLE = (
+    "<style>table.scorecard{font-size:0.8em;border-collapse:collapse}"
+    "table.scorecard td,table.scorecard th{padding:3px 6px;vertical-align:top;overflow-wrap:anywhere}"
+    "table.scorecard td{max-width:13em}table.scorecard td:first-child{max-width:17em}"
+    "table.scorecard td.note{max-width:none;color:#555;padding-top:0}"
+    "table.scorecard .where{color:#555}</style>"
+)
+
+
+def _verdict_cell(reproduced: str, holds: str) -> str:
+    """One model's two verdicts on a claim, one per line (an en dash when the claim does not concern it)."""
+    if reproduced.strip() in ("-", "") and holds.strip() in ("-", ""):
+        return "–"
+    return f"reproduced: {html.escape(reproduced)}<br>holds: {html.escape(holds)}"
+
+
 def html_table(table: pd.DataFrame, manifest: Manifest | None = None) -> str:
-    """The scorecard as an HTML table, one block per section, each claim linked to the page that tests it
-    (pages as ``manifest`` lists them; by default the checkout's manifest or the library's packaged copy)."""
+    """The scorecard as an HTML table, one block per section: per claim, where the paper makes it and what it
+    reports (linked to the page that tests it), then one column per model with both verdicts; a note, when
+    there is one, on a row of its own. Pages as ``manifest`` lists them (by default the checkout's manifest
+    or the library's packaged copy)."""
     manifest = manifest or reader_manifest()
     if manifest is None:
         raise ManifestError("no manifest: neither a checkout nor the library's packaged copy (reinstall sinkframes)")
@@ -96,10 +114,10 @@ def html_table(table: pd.DataFrame, manifest: Manifest | None = None) -> str:
     # claims of appendices E-J link to their family page, the others to the section page that tests them
     appendix_page = {APPENDIX_OF[str(p.parameters["offline"]["family"])]: p.id for p in manifest.pages
                      if "family" in p.parameters.get("offline", {})}
-    model_cols = [c for c in table.columns if c.endswith("?")]
-    head = ["claim", "where", "about", "quantity", "paper", *model_cols, "note"]
-    out = ['<table class="scorecard">', "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
-           + "</tr></thead><tbody>"]
+    models = list(dict.fromkeys(c.rsplit(" ", 1)[0] for c in table.columns if c.endswith("?")))
+    head = ["claim, and what the paper reports", *models]
+    out = [SCORECARD_STYLE, '<table class="scorecard">',
+           "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     for section, g in table.groupby("section", sort=False):
         out.append(f'<tr><th colspan="{len(head)}">Section {html.escape(str(section))}</th></tr>')
         for _, r in g.iterrows():
@@ -108,8 +126,12 @@ def html_table(table: pd.DataFrame, manifest: Manifest | None = None) -> str:
             if target:
                 claim = (f'<a href="{target[0]}#what-the-evidence-supports" title="{html.escape(target[1])}">'
                          f"{claim}</a>")
-            cells = [claim, *(html.escape(str(r[h])) for h in head[1:])]
+            claim += (f'<br><span class="where">{html.escape(str(r["where"]))}; {html.escape(str(r["about"]))}'
+                      f"</span><br>{html.escape(str(r['quantity']))}: <i>{html.escape(str(r['paper']))}</i>")
+            cells = [claim, *(_verdict_cell(str(r[f"{m} reproduced?"]), str(r[f"{m} holds?"])) for m in models)]
             out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+            if str(r["note"]).strip():
+                out.append(f'<tr><td class="note" colspan="{len(head)}">{html.escape(str(r["note"]))}</td></tr>')
     out.append("</tbody></table>")
     return "\n".join(out)
 

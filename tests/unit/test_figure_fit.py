@@ -1,0 +1,56 @@
+"""Figures fit the text column with labels of at least 9 points (figures.style.finish)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+
+from sinkframes.figures.style import COLUMN_IN, DPI, MIN_FONT_PT, finish  # noqa: E402
+
+
+def _smallest_font(fig) -> float:
+    fig.canvas.draw()
+    return min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text() and t.get_visible())
+
+
+def test_a_wide_row_of_panels_is_laid_out_in_rows_that_fit():
+    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.6))
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="a line")
+        ax.set_title("t", fontsize=6)
+        ax.legend(fontsize=7)
+    finish(fig)
+    w, h = fig.get_size_inches()
+    assert w <= COLUMN_IN and h > 3.6 and fig.dpi == DPI
+    rows = {round(ax.get_position().y0, 3) for ax in axes}
+    assert len(rows) == 2  # three panels of 4.5 in: two rows (the third panel alone)
+    assert _smallest_font(fig) >= MIN_FONT_PT
+    plt.close(fig)
+
+
+def test_a_grid_keeps_its_panels_in_reading_order():
+    fig, axes = plt.subplots(2, 3, figsize=(12.9, 6.2))
+    finish(fig)
+    pos = [[ax.get_position() for ax in row] for row in axes]
+    assert fig.get_size_inches()[0] <= COLUMN_IN
+    assert pos[0][0].y0 > pos[0][2].y0 > pos[1][0].y0  # row 1's third panel wraps below it, above row 2
+    plt.close(fig)
+
+
+def test_a_figure_with_a_colorbar_is_scaled_to_the_column_and_a_narrow_one_is_left_alone():
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    im = ax[0].imshow(np.eye(3))
+    fig.colorbar(im, ax=ax[0])
+    finish(fig)
+    w, h = fig.get_size_inches()
+    assert abs(w - COLUMN_IN) < 1e-6 and abs(h - 4 * COLUMN_IN / 11) < 1e-6
+    plt.close(fig)
+    narrow, _ = plt.subplots(figsize=(6, 3))
+    finish(narrow)
+    assert tuple(narrow.get_size_inches()) == (6, 3)
+    plt.close(narrow)
