@@ -1,6 +1,6 @@
 # Two commands, each doing its own set-up on a fresh machine (Python 3.11, no GPU, no hub access):
 #   make book   run every page with the offline profile and build _build/html
-#   make test   lint (ruff, mypy), then the whole test suite
+#   make test   lint (ruff, mypy), Chromium for the browser test if missing, then the whole test suite
 # and helpers: make lab (JupyterLab on the templates), make lint, make test-fast (no real model, no
 # notebook run), make bench, make reproduce (re-execute every page and compare with the committed copies)
 PYTHON ?= python3
@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book test test-fast test-floor test-installed lint lab html bench clean-cache reproduce
+.PHONY: book chromium test test-fast test-floor test-installed lint lab html bench clean-cache reproduce
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,7 +63,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check lib tests bench
 	$(VENV)/bin/mypy
 
-test: lint
+# headless Chromium and chromedriver (Debian) for the browser test, installed when missing
+chromium:
+	bash tests/book/install_chromium.sh
+
+test: lint chromium
 	$(PY) -m pytest -q
 
 # the tests that need no real model and no notebook, at the oldest supported transformers

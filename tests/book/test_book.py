@@ -222,20 +222,8 @@ def test_failed_page_is_reported_and_leaves_nothing(tmp_path, monkeypatch, capsy
 
 
 @pytest.mark.slow
-def test_book_builds_without_warnings(tmp_path):
-    from sinkframes.book.assets import ensure_mathjax
-
-    ensure_mathjax(ROOT)  # what build_html does first: MathJax into _static/ (npm, once)
-    exe = shutil.which("jupyter-book") or str(Path(sys.executable).with_name("jupyter-book"))
-    proc = subprocess.run(
-        [exe, "build", str(ROOT), "--path-output", str(tmp_path), "-W", "-n", "--keep-going"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    html = tmp_path / "_build" / "html"
+def test_book_builds_without_warnings(built_html):
+    html = built_html  # built with -W (warnings are errors) by the session fixture
     assert (html / "index.html").exists()
     page = html / "book" / "01_reference_frames.html"
     assert page.exists()
@@ -247,3 +235,7 @@ def test_book_builds_without_warnings(tmp_path):
     assert list((html / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
     assert not [p.name for p in html.rglob("*.html") if "cdn.jsdelivr.net" in p.read_text()]
     assert math_page.count("mathjax/tex-mml-chtml.js") == 1  # loaded once
+    # ... and only where there is math; every script once per page; no empty index page
+    assert "mathjax" not in (html / "book" / "intro.html").read_text().lower().split("<body")[0]
+    assert all(p.read_text().count("const THEBE_JS_URL") <= 1 for p in html.rglob("*.html"))
+    assert not (html / "genindex.html").exists()

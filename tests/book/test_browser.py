@@ -1,0 +1,90 @@
+"""The built book in headless Chromium with every other host blocked (sinkframes.book.browser).
+
+Every page must load its images, resolve its local links and anchors, log no console error, render
+every formula (no raw TeX), keep tables and figures within the text column, and show no error
+output. Screenshots of every page go to ``_build/screenshots/``. Each kind of problem is also shown
+to be caught, on a deliberately broken copy of a page.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sinkframes.book import browser
+from tests.conftest import ROOT
+
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+BROKEN = "broken-"
+
+
+@pytest.fixture(scope="module")
+def driver():
+    d = browser.chromium_driver()  # a missing Chromium is an error that names the packages, never a skip
+    yield d
+    d.quit()
+
+
+@pytest.mark.slow
+def test_every_page_reads_well_in_a_browser(built_html, driver):
+    pages = [p for p in browser.site_pages(built_html) if not p.name.startswith(BROKEN)]
+    assert len(pages) >= 16 and any(p.name == "02_softmax_geometry.html" for p in pages)
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    cache: dict = {}
+    reports = [browser.check_page(driver, built_html, p, SCREENSHOTS, cache) for p in pages]
+    problems = [f"{r.page}: {p}" for r in reports for p in r.problems]
+    assert not problems, "\n".join(problems)
+    assert all(r.screenshot and r.screenshot.stat().st_size > 10_000 for r in reports)
+
+
+def _broken_copy(site: Path, source: str, name: str, edit) -> Path:
+    """A copy of ``source`` beside it (so its relative links and assets still resolve), edited."""
+    src = site / "book" / source
+    target = src.with_name(f"{BROKEN}{name}.html")
+    target.write_text(edit(src.read_text()))
+    return target
+
+
+def _insert(html: str, snippet: str) -> str:
+    """``snippet`` at the top of the page's article."""
+    return re.sub(r'(<article class="bd-article"[^>]*>)', lambda m: m.group(1) + snippet, html, count=1)
+
+
+CASES = {
+    "image": ('<img src="no-such-figure.png" alt="missing">', "image does not load"),
+    "table": ("<table><tr>" + "<td>a_rather_long_column_value</td>" * 40 + "</tr></table>", "px wide"),
+    "figure": ('<img src="data:image/svg+xml;utf8,<svg xmlns=\'http://www.w3.org/2000/svg\' width=\'1800\' '
+               "height='40'><rect width='1800' height='40' fill='red'/></svg>\" alt=\"a wide figure\">", "px wide"),
+    "script": ("<script>undefinedFunctionOfTheBook();</script>", "console error"),
+    "link": ('<a href="no-such-page.html">a page</a> <a href="intro.html#no-such-anchor">an anchor</a>',
+             "broken link"),
+    "traceback": ('<div class="cell_output"><div class="output traceback"><pre>Traceback (most recent call last)'
+                  "</pre></div></div>", "error output"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_each_problem_is_caught(built_html, driver, kind):
+    snippet, expected = CASES[kind]
+    page = _broken_copy(built_html, "intro.html", kind, lambda h: _insert(h, snippet))
+    report = browser.check_page(driver, built_html, page)
+    assert any(expected in p for p in report.problems), report.problems
+    if kind == "link":
+        assert any("broken anchor" in p for p in report.problems)
+
+
+@pytest.mark.slow
+def test_raw_tex_is_caught_when_mathjax_does_not_run(built_html, driver):
+    clean = browser.check_page(driver, built_html, built_html / "book" / "02_softmax_geometry.html")
+    assert not [p for p in clean.problems if "TeX" in p]
+
+    def without_mathjax(html: str) -> str:
+        return re.sub(r'<script[^>]*src="[^"]*mathjax[^"]*"[^>]*></script>', "", html)
+
+    page = _broken_copy(built_html, "02_softmax_geometry.html", "tex", without_mathjax)
+    report = browser.check_page(driver, built_html, page)
+    assert any("raw TeX" in p for p in report.problems), report.problems
