@@ -57,7 +57,7 @@ CASES = {
     "image": ('<img src="no-such-figure.png" alt="missing">', "image does not load"),
     "table": ("<table><tr>" + "<td>a_rather_long_column_value</td>" * 40 + "</tr></table>", "px wide"),
     "figure": ('<img src="data:image/svg+xml;utf8,<svg xmlns=\'http://www.w3.org/2000/svg\' width=\'1800\' '
-               "height='40'><rect width='1800' height='40' fill='red'/></svg>\" alt=\"a wide figure\">", "px wide"),
+               "height='40'><rect width='1800' height='40' fill='red'/></svg>\" alt=\"a wide figure\">", "% of its size"),
     "script": ("<script>undefinedFunctionOfTheBook();</script>", "console error"),
     "link": ('<a href="no-such-page.html">a page</a> <a href="intro.html#no-such-anchor">an anchor</a>',
              "broken link"),

@@ -8,7 +8,8 @@ what a reader would meet:
 - a local link, or its ``#anchor``, that does not resolve (read from the HTML files);
 - a console error (a failed script, a missing resource);
 - raw TeX in the rendered text (``\\(`` or ``$$``: MathJax did not run);
-- a table, image or figure wider than the content column;
+- a table, image or figure wider than the content column (or than the cell output holding it), or an image scaled down to fit it (its
+  labels, drawn at 9 pt or more, would shrink below that);
 - an error output, a traceback or a stderr stream.
 
 It needs the ``chromium`` and ``chromium-driver`` packages (Debian) and Selenium.
@@ -29,6 +30,9 @@ WINDOW = (1280, 1000)
 COLUMN_SELECTOR = "article.bd-article"
 #: a table or figure may pass the column's width by this many pixels (sub-pixel rounding)
 WIDTH_SLACK_PX = 2
+#: an image shown below this share of its own size has labels smaller than drawn (figures are drawn at
+#: 96 dpi with labels of at least 9 pt: see ``figures.style``)
+MIN_IMAGE_SCALE_PCT = 97
 
 # every value the page check returns, measured in the page after MathJax (if any) has finished
 _PAGE_SCRIPT = """
@@ -40,16 +44,21 @@ const measure = () => {
     ' "' + (el.innerText || el.getAttribute('alt') || el.getAttribute('src') || '').trim().slice(0, 50) + '"';
   const broken = [...document.images].filter((im) => !(im.complete && im.naturalWidth > 0))
     .map((im) => im.getAttribute('src'));
+  const shrunk = [...column.querySelectorAll('img')]
+    .filter((im) => im.offsetParent !== null && im.naturalWidth > 0)
+    .map((im) => [name(im), Math.round(100 * im.getBoundingClientRect().width / im.naturalWidth)])
+    .filter(([, pct]) => pct < arguments[2]);
   const wide = [...column.querySelectorAll('table, img, figure, svg.figure, .cell_output img')]
     .filter((el) => el.offsetParent !== null)
-    .map((el) => [name(el), Math.round(Math.max(el.scrollWidth, el.getBoundingClientRect().width))])
-    .filter(([, w]) => w > width + arguments[1]);
+    .map((el) => [name(el), Math.round(Math.max(el.scrollWidth, el.getBoundingClientRect().width)),
+                  (el.closest('.cell_output') || column).clientWidth])
+    .filter(([, w, room]) => w > room + arguments[1]);
   const text = column.innerText;
   const tex = ['\\\\(', '\\\\[', '$$'].filter((t) => text.includes(t));
   const errors = [...column.querySelectorAll('.output.traceback, .output.stderr, .output.error, .output_error')]
     .map((el) => el.innerText.trim().slice(0, 120));
   if (text.includes('Traceback (most recent call last)')) errors.push('a traceback in the text');
-  done({width: width, broken: broken, wide: wide, tex: tex, errors: errors});
+  done({width: width, broken: broken, wide: wide, shrunk: shrunk, tex: tex, errors: errors});
 };
 if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
   MathJax.startup.promise.then(measure, measure);
@@ -150,9 +159,11 @@ def check_page(driver: Any, site: Path, page: Path, screenshots: Path | None = N
     driver.get_log("browser")  # drop what earlier pages logged
     driver.get(page.resolve().as_uri())
     driver.set_script_timeout(60)
-    found = driver.execute_async_script(_PAGE_SCRIPT, COLUMN_SELECTOR, WIDTH_SLACK_PX)
+    found = driver.execute_async_script(_PAGE_SCRIPT, COLUMN_SELECTOR, WIDTH_SLACK_PX, MIN_IMAGE_SCALE_PCT)
     report.problems += [f"image does not load: {src}" for src in found["broken"]]
-    report.problems += [f"{what} is {w} px wide, the content column {found['width']} px" for what, w in found["wide"]]
+    report.problems += [f"{what} is {w} px wide, the room for it {room} px" for what, w, room in found["wide"]]
+    report.problems += [f"{what} is shown at {pct} % of its size (its labels shrink with it)"
+                        for what, pct in found["shrunk"]]
     report.problems += [f"raw TeX in the rendered text ({t!r})" for t in found["tex"]]
     report.problems += [f"error output: {e}" for e in found["errors"]]
     report.problems += [f"console error: {e['message'][:300]}" for e in driver.get_log("browser")

@@ -1,10 +1,11 @@
 """One style for every figure of the book: theme, resolution, sizes that fit the text column, token labels.
 
-At ``DPI`` 96 a Matplotlib point is a CSS point, so a figure no wider than ``COLUMN_IN`` is shown at its
-own size in the book's text column (752 px at a 1280-pixel window) and its labels keep their point
-sizes. Every figure function ends with :func:`finish`, which enforces both: no text under
-``MIN_FONT_PT``, and a figure wider than the column re-laid out in more rows of panels (or, when
-colorbars are attached to its panels, scaled down to the column with its fonts kept).
+At ``DPI`` 96 a Matplotlib point is a CSS point, so a figure no wider than ``COLUMN_IN`` (with its labels,
+as the notebook saves it: a tight bounding box) is shown at its own size in a cell's output area of the
+book (about 690 px at a 1280-pixel window) and its labels keep their point sizes. Every figure function
+ends with :func:`finish`, which enforces both: no text under ``MIN_FONT_PT``, and a figure wider than the
+column re-laid out in more rows of panels (or, when colorbars are attached to its panels, scaled down to
+the column with its fonts kept).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from matplotlib.gridspec import GridSpec
 from matplotlib.text import Text
 
 DPI = 96
-#: the widest figure shown at its own size in the text column (7.6 in = 730 px at 96 dpi)
-COLUMN_IN = 7.6
+#: the widest figure shown at its own size in a cell's output area (6.9 in = 662 px at 96 dpi)
+COLUMN_IN = 6.9
 #: the smallest label a reader should have to read, in points at the rendered size
 MIN_FONT_PT = 9.0
 
@@ -92,7 +93,19 @@ def finish(fig: Figure) -> Figure:
         has_colorbars = len(panels) != len(fig.axes)
         if has_colorbars or not panels or not _reflow(fig, panels):
             fig.set_size_inches(COLUMN_IN, h * COLUMN_IN / w)
+    _layout(fig)
+    # the notebook saves the tight bounding box, which labels outside the axes can widen
+    tight_in = fig.get_tightbbox(fig.canvas.get_renderer()).width
+    if tight_in > COLUMN_IN + 1e-6:
+        w, h = fig.get_size_inches()
+        scale = COLUMN_IN / tight_in
+        fig.set_size_inches(w * scale, h * scale)
+        _layout(fig)
+    return fig
+
+
+def _layout(fig: Figure) -> None:
+    """``tight_layout`` unless the figure has a layout engine of its own (then that one lays it out)."""
     if fig.get_layout_engine() is None:
         with contextlib.suppress(ValueError, RuntimeError):  # a layout tight_layout cannot solve stays as it is
             fig.tight_layout()
-    return fig

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-#: the text column of the book's HTML theme at a 1280-pixel window is 752 px; keep a margin
-COLUMN_PX = 720
+#: a cell's output area in the book's HTML theme at a 1280-pixel window is about 690 px; keep a margin
+COLUMN_PX = 650
 #: average width of one character at the table's font size (0.8 em of 16 px), and cell padding
 CHAR_PX = 7.0
 CELL_PAD_PX = 12
