@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,10 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from .types import RunOptions
+
+
+#: what ``_load_or_discard`` returns for an absent entry (``None`` can be a stored value)
+_MISSING = object()
 
 
 class CorruptCacheEntry(RuntimeError):
@@ -160,14 +164,54 @@ class Cache:
         computes without reading or writing the cache."""
         if not use_cache:
             return compute(), False
+        hit = self._load_or_discard(key)
+        if hit is not _MISSING:
+            return hit, True
+        with self._computing(key):  # one process computes a key; the others wait for it, then read it
+            hit = self._load_or_discard(key)
+            if hit is not _MISSING:
+                return hit, True
+            value = compute()
+            self._store_or_warn(key, value)
+        return value, False
+
+    def _load_or_discard(self, key: dict[str, Any]) -> Any:
+        """The stored value, or ``_MISSING`` (absent, or corrupt: then discarded with a warning)."""
         try:
-            return self.load(key), True
+            return self.load(key)
         except KeyError:
-            pass
+            return _MISSING
         except CorruptCacheEntry as exc:
-            warnings.warn(f"{exc}; recomputing it.", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"{exc}; recomputing it.", RuntimeWarning, stacklevel=3)
             self.discard(key)
-        value = compute()
+            return _MISSING
+
+    @contextlib.contextmanager
+    def _computing(self, key: dict[str, Any]) -> Iterator[None]:
+        """Hold the key's lock file (``<digest>.lock``, an exclusive ``flock``) while computing it, so that
+        two processes missing the same key compute it once. Without ``fcntl`` (Windows) or a writable
+        folder, no lock is taken: both may compute, and the atomic writes keep the entry whole."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            yield
+            return
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            fh = open(self.dir / f"{digest_of(key)}.lock", "a+b")  # noqa: SIM115 - held across the yield
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fh.close()
+
+    def _store_or_warn(self, key: dict[str, Any], value: Any) -> None:
+        """Store ``value``; on a read-only or full disk warn and keep going (the result is not lost)."""
         try:
             self.store(key, value)
         except OSError as exc:  # read-only or full disk: keep the result, warn, do not lose the work
@@ -175,7 +219,6 @@ class Cache:
                 f"could not write the cache entry under {self.dir} ({exc}); the result is returned uncached. "
                 "Point SINKFRAMES_CACHE at a writable folder to keep results between runs.",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=4,
             )
             self.discard(key)
-        return value, False

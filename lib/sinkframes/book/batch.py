@@ -3,7 +3,9 @@
 Each page executes into a temporary file next to its target; only a page that ran to the end
 replaces the executed copy (stderr noise and widget state stripped), so a failure or an
 interruption never leaves a half-written page and never destroys the previous good one. Failures
-are collected, reported together at the end, and make the exit status non-zero.
+are collected, reported together at the end, and make the exit status non-zero. With ``jobs`` > 1
+independent pages run in worker processes that share the result cache (a key is computed once:
+see ``Cache.get_or_compute``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -175,13 +178,64 @@ def build_html(root: Path) -> int:
     return subprocess.call(cmd, cwd=root)
 
 
+def _run_one(k: int, n: int, page: Page, profile: str, root: Path, out: Path | None) -> tuple[str, str] | None:
+    """Run page ``k`` of ``n`` with progress lines; the failure as ``(page id, message)``, or ``None``."""
+    print(f"[sinkframes] [{k}/{n}] {page.id} ({profile}) ...", flush=True)
+    t0 = time.time()
+    try:
+        path = run_page(page, profile, root, out)
+        print(f"[sinkframes] [{k}/{n}] {page.id}: ok in {time.time() - t0:.0f} s -> {path}", flush=True)
+        return None
+    except Exception as exc:  # noqa: BLE001 - every failure is collected and reported
+        print(f"[sinkframes] [{k}/{n}] {page.id}: FAILED after {time.time() - t0:.0f} s", flush=True)
+        traceback.print_exc(limit=1)
+        return page.id, f"{type(exc).__name__}: {exc}".strip()
+
+
+def _worker_init(counter: Any, jobs: int, n_gpus: int) -> None:
+    """Set up one worker process: its share of the cores (``SINKFRAMES_THREADS``, which the page kernels
+    inherit, unless already set) and, on a machine with several GPUs, a GPU of its own."""
+    from ..threads import ENV as THREADS_ENV
+    from ..threads import requested
+
+    with counter.get_lock():
+        index = counter.value
+        counter.value += 1
+    os.environ.setdefault(THREADS_ENV, str(requested(jobs)))
+    if n_gpus > 1:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(index % n_gpus)
+
+
+def _run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root: Path, out: Path | None,
+                    jobs: int) -> list[tuple[str, str]]:
+    """Run independent pages in ``jobs`` worker processes (each page still atomic); their failures."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    import torch
+
+    ctx = mp.get_context("spawn")
+    counter = ctx.Value("i", 0)
+    n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    workers = min(jobs, len(numbered))
+    print(f"[sinkframes] {len(numbered)} pages in {workers} worker processes", flush=True)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(counter, workers, n_gpus)) as pool:
+        futures = [pool.submit(_run_one, k, n, page, profile, root, out) for k, page in numbered]
+        return [f for fut in futures if (f := fut.result())]
+
+
 def build(
     profile: str = "offline",
     pages: list[str] | None = None,
     out_dir: str | None = None,
     html: bool = True,
     manifest: Manifest | None = None,
+    jobs: int = 1,
 ) -> int:
+    """Run the chosen pages (all by default) with ``profile``, then build the HTML unless ``html`` is false
+    or the pages go to ``out_dir``. ``jobs`` > 1 runs independent pages in that many worker processes; the
+    pages that read the others' results (the scorecard) run after them. Returns the exit status."""
     root = repo_root()
     os.environ.setdefault(CACHE_ENV, str(root / ".cache" / "sinkframes"))
     m = manifest or load_manifest()
@@ -201,17 +255,17 @@ def build(
         _report(failures, len(chosen))
         return 1
     remove_leftovers(root, out)
-    for k, page in enumerate(chosen, 1):
-        print(f"[sinkframes] [{k}/{len(chosen)}] {page.id} ({profile}) ...", flush=True)
-        t0 = time.time()
-        try:
-            path = run_page(page, profile, root, out)
-            print(f"[sinkframes] [{k}/{len(chosen)}] {page.id}: ok in {time.time() - t0:.0f} s -> {path}", flush=True)
-        except Exception as exc:  # noqa: BLE001 - every failure is collected and reported
-            msg = f"{type(exc).__name__}: {exc}".strip()
-            failures.append((page.id, msg))
-            print(f"[sinkframes] [{k}/{len(chosen)}] {page.id}: FAILED after {time.time() - t0:.0f} s", flush=True)
-            traceback.print_exc(limit=1)
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    numbered = list(enumerate(chosen, 1))
+    first = [(k, page) for k, page in numbered if not page.run_last]
+    last = [(k, page) for k, page in numbered if page.run_last]  # they read what the others saved: after them
+    n = len(chosen)
+    if jobs > 1 and len(first) > 1:
+        failures += _run_in_workers(first, n, profile, root, out, jobs)
+    else:
+        failures += [f for k, page in first if (f := _run_one(k, n, page, profile, root, out))]
+    failures += [f for k, page in last if (f := _run_one(k, n, page, profile, root, out))]
     status = 0
     if failures:
         _report(failures, len(chosen))

@@ -74,7 +74,7 @@ def _cmd_sinks(args: argparse.Namespace) -> int:
 def _cmd_build(args: argparse.Namespace) -> int:
     from .batch import build
 
-    return build(profile=args.profile, pages=args.pages, out_dir=args.out, html=not args.no_html)
+    return build(profile=args.profile, pages=args.pages, out_dir=args.out, html=not args.no_html, jobs=args.jobs)
 
 
 def _cmd_toc(args: argparse.Namespace) -> int:
@@ -163,6 +163,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--pages", nargs="*", default=None, help="page ids (default: all)")
     b.add_argument("--out", default=None, help="folder for executed pages (default: book/)")
     b.add_argument("--no-html", action="store_true", help="skip the jupyter-book build")
+    b.add_argument("--jobs", type=int, default=1,
+                   help="run independent pages in this many worker processes (default 1: one after another)")
     b.set_defaults(func=_cmd_build)
 
     t = sub.add_parser(

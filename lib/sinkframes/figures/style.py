@@ -94,11 +94,15 @@ def finish(fig: Figure) -> Figure:
         if has_colorbars or not panels or not _reflow(fig, panels):
             fig.set_size_inches(COLUMN_IN, h * COLUMN_IN / w)
     _layout(fig)
-    # the notebook saves the tight bounding box, which labels outside the axes can widen
-    tight_in = fig.get_tightbbox(fig.canvas.get_renderer()).width
-    if tight_in > COLUMN_IN + 1e-6:
+    # the notebook saves the tight bounding box plus a margin; labels and legends outside the axes widen the
+    # box and keep their size when the figure shrinks, so shrink until it fits (a few rounds at most)
+    room = COLUMN_IN - 2 * float(plt.rcParams["savefig.pad_inches"])
+    for _ in range(4):
+        tight_in = fig.get_tightbbox().width
+        if tight_in <= room + 1e-3:
+            break
         w, h = fig.get_size_inches()
-        scale = COLUMN_IN / tight_in
+        scale = room / tight_in
         fig.set_size_inches(w * scale, h * scale)
         _layout(fig)
     return fig
