@@ -48,3 +48,11 @@ def test_a_failing_model_is_reported_the_others_render_and_an_edit_reruns(tmp_pa
     text = _text(nb)
     assert "`tiny:qwen2`: qwen2" in text and "tiny:llama" not in text and "Model failed" not in text
     assert "`custom` parameters" in text  # the provenance says the run was edited
+
+    # an edit of a parameter that setup() is not given (bos_comparison) counts as well
+    cell.source = cell.source.replace('models = ["tiny:qwen2"]', f"models = {json.dumps(smoke['models'])}")
+    cell.source = cell.source.replace(f"bos_comparison = {json.dumps(smoke['bos_comparison'])}",
+                                      'bos_comparison = ["tiny:llama"]')
+    assert 'bos_comparison = ["tiny:llama"]' in cell.source
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    assert "`custom` parameters" in _text(nb)

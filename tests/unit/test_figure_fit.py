@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from sinkframes.figures.style import COLUMN_IN, DPI, MIN_FONT_PT, finish  # noqa: E402
+from sinkframes.figures.style import COLUMN_IN, DPI, MIN_FONT_PT, finish, saved_width_in  # noqa: E402
 
 
 def _smallest_font(fig) -> float:
@@ -27,8 +27,7 @@ def test_a_wide_row_of_panels_is_laid_out_in_rows_that_fit():
     finish(fig)
     w, h = fig.get_size_inches()
     assert w <= COLUMN_IN and h > 3.6 and fig.dpi == DPI
-    saved = fig.get_tightbbox().width + 2 * plt.rcParams["savefig.pad_inches"]  # what the notebook saves
-    assert saved <= COLUMN_IN + 1e-2
+    assert saved_width_in(fig) <= COLUMN_IN + 1e-2  # as the notebook saves it
     rows = {round(ax.get_position().y0, 3) for ax in axes}
     assert len(rows) == 2  # three panels of 4.5 in: two rows (the third panel alone)
     assert _smallest_font(fig) >= MIN_FONT_PT
@@ -63,5 +62,23 @@ def test_a_legend_outside_the_axes_still_fits():
     ax.plot([0, 1], [0, 1], label="a rather long legend entry for one model")
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
     finish(fig)
-    assert fig.get_tightbbox().width + 2 * plt.rcParams["savefig.pad_inches"] <= COLUMN_IN + 1e-2
+    assert saved_width_in(fig) <= COLUMN_IN + 1e-2
+    plt.close(fig)
+
+
+def test_a_constrained_figure_with_colorbars_fits_as_saved(tmp_path):
+    fig, axes = plt.subplots(2, 3, figsize=(13.2, 6.2), squeeze=False, layout="constrained")
+    for c in range(3):
+        for r in range(2):
+            axes[r, c].plot([0.001, 1], [0, 1])
+            axes[r, c].set_xscale("log")
+            axes[r, c].set_ylabel("β0 (components)")
+        sm = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(0, 5))
+        fig.colorbar(sm, ax=axes[:, c], shrink=0.5, label="layer", pad=0.01)
+    finish(fig)
+    fig.savefig(tmp_path / "f.png", bbox_inches="tight", dpi=fig.dpi)  # as the notebook (IPython) saves it
+    from matplotlib.image import imread
+
+    width_px = imread(tmp_path / "f.png").shape[1]
+    assert width_px <= COLUMN_IN * DPI + 2
     plt.close(fig)

@@ -99,6 +99,22 @@ def profile_label(profile: str, received: dict[str, Any], page_id: str | None = 
     return CUSTOM if judged else profile
 
 
+def notebook_parameters() -> dict[str, Any]:
+    """The running notebook's variables (its parameters among them), when a kernel runs it; else empty.
+
+    :func:`profile_label` compares only the names of the page's manifest entry, so the page's other
+    parameters (``n_fisher``, ``bos_comparison``, ...) are judged as well as those given to :func:`setup`.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the notebook tooling
+        return {}
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return {}
+    return {k: v for k, v in shell.user_ns.items() if not k.startswith("_")}
+
+
 def setup(
     *,
     profile: str,
@@ -136,6 +152,7 @@ def setup(
     opts = RunOptions.build(**run_options)
     received = {"models": list(models), "n_sentences": n_sentences, "dataset": dataset, "csv_path": csv_path,
                 "seed": seed, "selection": selection, **run_options}
+    received = {**notebook_parameters(), **received}  # the page's other parameters (n_fisher, ...) count too
     if profile_label(profile, received, page_id) == CUSTOM:
         profile = f"{CUSTOM}"  # edited parameters: the provenance and saved verdicts say so
     from ..threads import configure

@@ -94,18 +94,28 @@ def finish(fig: Figure) -> Figure:
         if has_colorbars or not panels or not _reflow(fig, panels):
             fig.set_size_inches(COLUMN_IN, h * COLUMN_IN / w)
     _layout(fig)
-    # the notebook saves the tight bounding box plus a margin; labels and legends outside the axes widen the
-    # box and keep their size when the figure shrinks, so shrink until it fits (a few rounds at most)
-    room = COLUMN_IN - 2 * float(plt.rcParams["savefig.pad_inches"])
-    for _ in range(4):
-        tight_in = fig.get_tightbbox().width
-        if tight_in <= room + 1e-3:
+    # the notebook saves the tight bounding box plus a margin; labels, legends and colorbars outside the axes
+    # widen it and keep their size when the figure shrinks: measure the saved width, shrink until it fits
+    for _ in range(5):
+        saved_in = saved_width_in(fig)
+        if saved_in <= COLUMN_IN + 1e-3:
             break
         w, h = fig.get_size_inches()
-        scale = room / tight_in
+        scale = 0.99 * COLUMN_IN / saved_in
         fig.set_size_inches(w * scale, h * scale)
         _layout(fig)
     return fig
+
+
+def saved_width_in(fig: Figure) -> float:
+    """The width, in inches, of ``fig`` saved as a notebook saves it (PNG, tight bounding box, margin)."""
+    import io
+    import struct
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    width_px = struct.unpack(">I", buf.getvalue()[16:20])[0]  # the PNG header's width field
+    return width_px / DPI
 
 
 def _layout(fig: Figure) -> None:
