@@ -55,6 +55,7 @@ def _insert(html: str, snippet: str) -> str:
 
 CASES = {
     "image": ('<img src="no-such-figure.png" alt="missing">', "image does not load"),
+    "alt": ('<img src="../_static/mathjax/../../_static/no-alt.png">', "without alt text"),
     "table": ("<table><tr>" + "<td>a_rather_long_column_value</td>" * 40 + "</tr></table>", "px wide"),
     "figure": ('<img src="data:image/svg+xml;utf8,<svg xmlns=\'http://www.w3.org/2000/svg\' width=\'1800\' '
                "height='40'><rect width='1800' height='40' fill='red'/></svg>\" alt=\"a wide figure\">", "% of its size"),

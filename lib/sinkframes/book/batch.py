@@ -25,13 +25,14 @@ from ..analyses.base import FAILED_MODELS_KEY
 from ..config import CACHE_ENV
 from ..verdicts.store import ENV as VERDICTS_ENV
 from .manifest import Manifest, Page, load_manifest, repo_root
+from .alt_text import set_alt_texts
 from .install import pinned_ref, repository, set_install_cell
 from .params import merge_parameters, parameter_problems
 
 
 def clean_executed(path: Path) -> None:
-    """Drop stderr streams and widget state from an executed notebook and keep one ``parameters``
-    cell holding the values it ran with (in place)."""
+    """Drop stderr streams and widget state from an executed notebook, keep one ``parameters`` cell holding
+    the values it ran with, and give its figures alt text (in place)."""
     nb = nbformat.read(path, as_version=4)
     merge_parameters(nb)
     url, branch = repository(repo_root())
@@ -42,6 +43,7 @@ def clean_executed(path: Path) -> None:
                 o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
             ]
     nb.metadata.pop("widgets", None)
+    set_alt_texts(nb)
     nbformat.write(nb, path)
 
 

@@ -4,7 +4,7 @@
 every host name unresolvable (the book must read offline), saves a screenshot of each, and lists
 what a reader would meet:
 
-- an image that does not load;
+- an image that does not load, or has no alt text;
 - a local link, or its ``#anchor``, that does not resolve (read from the HTML files);
 - a console error (a failed script, a missing resource);
 - raw TeX in the rendered text (``\\(`` or ``$$``: MathJax did not run);
@@ -44,6 +44,8 @@ const measure = () => {
     ' "' + (el.innerText || el.getAttribute('alt') || el.getAttribute('src') || '').trim().slice(0, 50) + '"';
   const broken = [...document.images].filter((im) => !(im.complete && im.naturalWidth > 0))
     .map((im) => im.getAttribute('src'));
+  const no_alt = [...column.querySelectorAll('img')].filter((im) => !(im.getAttribute('alt') || '').trim())
+    .map((im) => im.getAttribute('src'));
   const shrunk = [...column.querySelectorAll('img')]
     .filter((im) => im.offsetParent !== null && im.naturalWidth > 0)
     .map((im) => [name(im), Math.round(100 * im.getBoundingClientRect().width / im.naturalWidth)])
@@ -58,7 +60,7 @@ const measure = () => {
   const errors = [...column.querySelectorAll('.output.traceback, .output.stderr, .output.error, .output_error')]
     .map((el) => el.innerText.trim().slice(0, 120));
   if (text.includes('Traceback (most recent call last)')) errors.push('a traceback in the text');
-  done({width: width, broken: broken, wide: wide, shrunk: shrunk, tex: tex, errors: errors});
+  done({width: width, broken: broken, no_alt: no_alt, wide: wide, shrunk: shrunk, tex: tex, errors: errors});
 };
 if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
   MathJax.startup.promise.then(measure, measure);
@@ -161,6 +163,7 @@ def check_page(driver: Any, site: Path, page: Path, screenshots: Path | None = N
     driver.set_script_timeout(60)
     found = driver.execute_async_script(_PAGE_SCRIPT, COLUMN_SELECTOR, WIDTH_SLACK_PX, MIN_IMAGE_SCALE_PCT)
     report.problems += [f"image does not load: {src}" for src in found["broken"]]
+    report.problems += [f"image without alt text: {str(src)[:80]}" for src in found["no_alt"]]
     report.problems += [f"{what} is {w} px wide, the room for it {room} px" for what, w, room in found["wide"]]
     report.problems += [f"{what} is shown at {pct} % of its size (its labels shrink with it)"
                         for what, pct in found["shrunk"]]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,9 @@ from ..analyses.base import ModelResult
 from ..metrics.graphs import PAPER_THRESHOLDS
 from ..paper import APPENDIX_OF, CLAIMS, Claim
 from ..types import RunOptions
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -312,7 +315,7 @@ def section(fr: FamilyResults, table: Any) -> Any:
     return table(fr).round(4)
 
 
-def kl_figure(fr: FamilyResults) -> Any:
+def kl_figure(fr: FamilyResults) -> Figure | None:
     """The KL-reduction profiles of chapter 5 for the family's models (None for a pipeline check)."""
     if fr.pipeline_check or not fr.results.get("information"):
         return None
