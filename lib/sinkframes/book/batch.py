@@ -227,6 +227,40 @@ def _run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root
         return [f for fut in futures if (f := fut.result())]
 
 
+#: where independent pages run: worker processes on this machine, or Ray tasks
+EXECUTORS = ("local", "ray")
+
+
+def _run_on_ray(numbered: list[tuple[int, Page]], n: int, profile: str, root: Path, out: Path | None,
+                address: str | None) -> list[tuple[str, str]]:
+    """Run independent pages as Ray tasks (one GPU each when the cluster has GPUs); their failures.
+
+    The result cache (``SINKFRAMES_CACHE``), the book folder and ``out`` must be on a file system every
+    node sees; the tasks get the cache path, the hub setting and one thread each through their environment.
+    """
+    try:
+        import ray
+    except ImportError as exc:
+        raise RuntimeError("the Ray executor needs Ray: pip install 'ray>=2.9'") from exc
+    from ..config import cache_root
+    from ..threads import ENV as THREADS_ENV
+
+    env = {CACHE_ENV: str(cache_root()), THREADS_ENV: os.environ.get(THREADS_ENV, "1"), "SINKFRAMES_ROOT": str(root)}
+    env.update({k: os.environ[k] for k in ("HF_HUB_OFFLINE", "HF_HOME", "SINKFRAMES_MODELS") if k in os.environ})
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, runtime_env={"env_vars": env}, include_dashboard=False, log_to_driver=True)
+    try:
+        gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+        task = ray.remote(num_cpus=1, num_gpus=gpus)(_run_one)
+        print(f"[sinkframes] {len(numbered)} pages as Ray tasks ({'one GPU each' if gpus else 'CPU'})", flush=True)
+        results = ray.get([task.remote(k, n, page, profile, root, out) for k, page in numbered])
+        return [f for f in results if f]
+    finally:
+        if started:
+            ray.shutdown()
+
+
 def build(
     profile: str = "offline",
     pages: list[str] | None = None,
@@ -234,10 +268,16 @@ def build(
     html: bool = True,
     manifest: Manifest | None = None,
     jobs: int = 1,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> int:
     """Run the chosen pages (all by default) with ``profile``, then build the HTML unless ``html`` is false
-    or the pages go to ``out_dir``. ``jobs`` > 1 runs independent pages in that many worker processes; the
-    pages that read the others' results (the scorecard) run after them. Returns the exit status."""
+    or the pages go to ``out_dir``. ``jobs`` > 1 runs independent pages in that many worker processes;
+    ``executor="ray"`` runs them as Ray tasks instead (on the cluster at ``ray_address``, else on a local
+    Ray instance). The pages that read the others' results (the scorecard) run after them, here. Returns
+    the exit status."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
     root = repo_root()
     os.environ.setdefault(CACHE_ENV, str(root / ".cache" / "sinkframes"))
     m = manifest or load_manifest()
@@ -263,7 +303,9 @@ def build(
     first = [(k, page) for k, page in numbered if not page.run_last]
     last = [(k, page) for k, page in numbered if page.run_last]  # they read what the others saved: after them
     n = len(chosen)
-    if jobs > 1 and len(first) > 1:
+    if executor == "ray":
+        failures += _run_on_ray(first, n, profile, root, out, ray_address)
+    elif jobs > 1 and len(first) > 1:
         failures += _run_in_workers(first, n, profile, root, out, jobs)
     else:
         failures += [f for k, page in first if (f := _run_one(k, n, page, profile, root, out))]

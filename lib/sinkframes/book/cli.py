@@ -74,7 +74,8 @@ def _cmd_sinks(args: argparse.Namespace) -> int:
 def _cmd_build(args: argparse.Namespace) -> int:
     from .batch import build
 
-    return build(profile=args.profile, pages=args.pages, out_dir=args.out, html=not args.no_html, jobs=args.jobs)
+    return build(profile=args.profile, pages=args.pages, out_dir=args.out, html=not args.no_html, jobs=args.jobs,
+                 executor=args.executor, ray_address=args.ray_address)
 
 
 def _cmd_toc(args: argparse.Namespace) -> int:
@@ -165,6 +166,10 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-html", action="store_true", help="skip the jupyter-book build")
     b.add_argument("--jobs", type=int, default=1,
                    help="run independent pages in this many worker processes (default 1: one after another)")
+    b.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local: this machine's processes (--jobs); ray: Ray tasks, one GPU each where there are GPUs")
+    b.add_argument("--ray-address", default=None,
+                   help="with --executor ray: the cluster to join (e.g. ray://head:10001; default: a local Ray)")
     b.set_defaults(func=_cmd_build)
 
     t = sub.add_parser(
