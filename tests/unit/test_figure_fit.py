@@ -82,3 +82,13 @@ def test_a_constrained_figure_with_colorbars_fits_as_saved(tmp_path):
     width_px = imread(tmp_path / "f.png").shape[1]
     assert width_px <= COLUMN_IN * DPI + 2
     plt.close(fig)
+
+
+def test_each_model_keeps_one_colour_across_the_book():
+    from sinkframes.figures.style import model_colour
+
+    assert model_colour("smollm2") != model_colour("gemma3") != model_colour("minilm")
+    assert model_colour("random:smollm2") == model_colour("smollm2")  # a twin: the same colour, dashed
+    assert model_colour("smollm2 (force BOS)") == model_colour("smollm2")
+    assert model_colour("meta-llama/Llama-3.2-1B") == model_colour("meta-llama/Llama-3.2-1B")  # stable
+    assert len(model_colour("tiny:llama")) == 3

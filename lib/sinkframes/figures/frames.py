@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from .style import _short, _style, finish
+from .style import _short, _style, finish, model_colour
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -60,7 +60,9 @@ def layer_profiles(frames: Sequence[ModelResult], labels: Sequence[str] | None =
     for k, f in enumerate(frames):
         d = f.layers
         for ax, (col, _title) in zip(axes, panels, strict=True):
-            line = ax.plot(d["depth"], d[col], marker="o", ms=3, label=labels[k] if labels else f.ref)[0]
+            # one colour per model; with labels (one model under two conditions) one per line instead
+            line = ax.plot(d["depth"], d[col], marker="o", ms=3, label=labels[k] if labels else f.ref,
+                           color=None if labels else model_colour(f.ref))[0]
             if col == "first_token_share":
                 ax.fill_between(d["depth"], d["first_token_share_low"], d["first_token_share_high"], alpha=0.2,
                                 color=line.get_color())

@@ -10,7 +10,7 @@ import pandas as pd
 import seaborn as sns
 
 from ..types import MODES
-from .style import _style, finish
+from .style import _style, finish, model_colour
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -24,7 +24,8 @@ def key_geometry(results: Sequence[ModelResult]) -> Figure:
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.7))
     for r in results:
         d = r.layers
-        c = axes[0].plot(d["depth"], d["key_norm_ratio"], marker="o", ms=3, label=r.ref)[0].get_color()
+        c = axes[0].plot(d["depth"], d["key_norm_ratio"], marker="o", ms=3, label=r.ref,
+                         color=model_colour(r.ref))[0].get_color()
         axes[1].plot(d["depth"], d["cos_to_sink_post"], marker="o", ms=3, color=c, label=f"{r.ref}: key 0")
         axes[1].plot(d["depth"], d["cos_to_others_post"], ls="--", color=c, label=f"{r.ref}: other keys")
         axes[2].plot(d["depth"], d["alignment_part"], marker="o", ms=3, color=c, label=f"{r.ref}: alignment part")
@@ -87,7 +88,8 @@ def value_profiles(results: Sequence[ModelResult]) -> Figure:
         for col, (name, title) in enumerate(_VALUE_PANELS):
             ax = axes[row][col]
             for r in results:
-                ax.plot(r.layers["depth"], r.layers[f"{mode}_{name}"], marker="o", ms=3, label=r.ref)
+                ax.plot(r.layers["depth"], r.layers[f"{mode}_{name}"], marker="o", ms=3, label=r.ref,
+                        color=model_colour(r.ref))
             ax.set_title(f"{title}\n({mode})", fontsize=9)
             if name == "magnitude" and mode == "faithful":
                 ax.set_yscale("log")

@@ -7,7 +7,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from .style import _style, finish
+from .style import _style, finish, model_colour
 
 
 def information_profiles(profiles: pd.DataFrame, column: str, ylabel: str,
@@ -20,7 +20,7 @@ def information_profiles(profiles: pd.DataFrame, column: str, ylabel: str,
     for ax, mode in zip(axes[0], modes, strict=True):
         d = profiles[profiles["mode"] == mode]
         for model, g in d.groupby("model", sort=False):
-            line = ax.plot(g["depth"], g[column], marker="o", ms=3, label=model)[0]
+            line = ax.plot(g["depth"], g[column], marker="o", ms=3, label=model, color=model_colour(str(model)))[0]
             if band and band[0] in g and g[band[0]].notna().any():
                 ax.fill_between(g["depth"], g[band[0]], g[band[1]], alpha=0.2, color=line.get_color())
         ax.axhline(0, color="grey", lw=0.8)

@@ -7,13 +7,12 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 
 from ..analyses.base import ModelResult
 from ..analyses.rmt import SINK_SHARE_THRESHOLD, Series, series_table
 from ..metrics import rmt
-from .style import _style, finish
+from .style import _style, finish, model_colour
 
 PANELS = (("first_token_share", "first-token share"), ("participation_ratio", "participation ratio of A A^T / n"),
           ("n_outliers", "eigenvalues above the MP edge"), ("ks_distance", "KS distance to the fitted MP law"))
@@ -24,18 +23,17 @@ def layer_profiles(trained: Sequence[ModelResult], random: Sequence[ModelResult 
     """Per layer (relative depth), each corrected statistic of each trained model (solid, 95 % CI) and of
     its random-initialized twin (dashed)."""
     _style()
-    colours = sns.color_palette("colorblind")
     fig, axes = plt.subplots(1, len(PANELS), figsize=(4.2 * len(PANELS), 3.4), squeeze=False)
     for ax, (col, title) in zip(axes[0], PANELS, strict=True):
-        for i, (ms, twin, label) in enumerate(zip(trained, random, labels, strict=True)):
+        for ms, twin, label in zip(trained, random, labels, strict=True):
             for res, style, name in ((ms, "-", label), (twin, "--", f"{label}, random init")):
                 if res is None:
                     continue
                 d = res.layers
                 depth = d["layer"] / max(1, res.n_layers - 1)
-                ax.plot(depth, d[col], style, marker="o", ms=2.5, color=colours[i % len(colours)], label=name)
+                ax.plot(depth, d[col], style, marker="o", ms=2.5, color=model_colour(label), label=name)
                 if style == "-":
-                    ax.fill_between(depth, d[f"{col}_lo"], d[f"{col}_hi"], alpha=0.2, color=colours[i % len(colours)])
+                    ax.fill_between(depth, d[f"{col}_lo"], d[f"{col}_hi"], alpha=0.2, color=model_colour(label))
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("relative depth (layer / last layer)")
     axes[0][0].legend(fontsize=7)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import simplex
-from .style import _style, finish
+from .style import _style, finish, model_colour
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -178,7 +178,8 @@ def vertex_distance_by_layer(results: Sequence[ModelResult]) -> Figure:
     fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.6))
     for r in results:
         d = r.layers
-        line = axes[0].plot(d["depth"], d["distance_to_vertex"], marker="o", ms=3, label=r.ref)[0]
+        line = axes[0].plot(d["depth"], d["distance_to_vertex"], marker="o", ms=3, label=r.ref,
+                            color=model_colour(r.ref))[0]
         axes[0].fill_between(d["depth"], d["distance_to_vertex_low"], d["distance_to_vertex_high"], alpha=0.2,
                              color=line.get_color())
         axes[1].plot(d["depth"], d["relative_distance_to_uniform"], marker="o", ms=3, color=line.get_color())

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ..analyses import spectral as sp
 from ..metrics.graphs import PAPER_THRESHOLDS
-from .style import _style, finish
+from .style import _style, finish, model_colour
 
 if TYPE_CHECKING:
     from ..analyses.base import ModelResult
@@ -141,7 +141,8 @@ def effectiveness(table: pd.DataFrame) -> Figure:
     _style()
     fig, ax = plt.subplots(figsize=(7, 3.2))
     sns.barplot(data=table.assign(threshold=table.threshold.map(lambda t: f"{t:g}")), x="threshold",
-                y="effectiveness score", hue="model", ax=ax)
+                y="effectiveness score", hue="model", ax=ax,
+                palette={m: model_colour(str(m)) for m in table["model"].unique()})
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -34,6 +34,23 @@ def _style() -> None:
     plt.rcParams["savefig.dpi"] = DPI
 
 
+#: the models the book names, in a fixed order: each keeps its colour on every page
+_KNOWN_ORDER = ("smollm2", "gemma3", "minilm", "llama-6x64 (trained here)")
+
+
+def model_colour(ref: str) -> tuple[float, float, float]:
+    """One colour per model across the book (colour-blind palette): the book's offline models in a fixed
+    order, any other model by a stable hash of its name; a random-initialized twin (``random:<ref>``) and a
+    label with a suffix (``"<ref> (forced BOS)"``) take the colour of the model they derive from."""
+    import zlib
+
+    palette = sns.color_palette("colorblind", 10)
+    base = ref.removeprefix("random:").split(" (")[0] if ref not in _KNOWN_ORDER else ref
+    if base in _KNOWN_ORDER:
+        return tuple(palette[_KNOWN_ORDER.index(base)])
+    return tuple(palette[len(_KNOWN_ORDER) + zlib.crc32(base.encode()) % (10 - len(_KNOWN_ORDER))])
+
+
 def _short(tok: str, width: int = 10) -> str:
     """A token as an axis label: word-start markers as ``_``, newlines escaped, cut to ``width`` characters."""
     tok = tok.replace("Ġ", "_").replace("▁", "_").replace("\n", "\\n")

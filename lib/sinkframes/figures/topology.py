@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ..analyses import topology as atopo
 from ..metrics import topology as topo
-from .style import _style, finish
+from .style import _style, finish, model_colour
 
 if TYPE_CHECKING:
     from ..analyses.base import ModelResult
@@ -94,7 +94,7 @@ def faithful_vs_corrected(results: Sequence[ModelResult], t: float = 0.05) -> Fi
         for ax, name in ((axes[0], "betti0"), (axes[1], "betti1")):
             curve = mt.samples[name]  # [sample, layer, threshold]
             faithful = atopo.faithful_field(mt, name).mean(0)  # [layer]
-            line = ax.plot(depth, faithful, marker="o", ms=3, label=f"{mt.ref} faithful")[0]
+            line = ax.plot(depth, faithful, marker="o", ms=3, label=f"{mt.ref} faithful", color=model_colour(mt.ref))[0]
             ax.plot(depth, curve[:, :, k].mean(0), ls="--", marker="s", ms=3, color=line.get_color(),
                     label=f"{mt.ref} corrected (t={t:g})")
     axes[0].set_title("Betti0: faithful point count vs corrected β0", fontsize=10)
