@@ -13,33 +13,56 @@ from matplotlib.text import Text  # noqa: E402
 from sinkframes.figures.style import COLUMN_IN, DPI, MIN_FONT_PT, finish, saved_width_in  # noqa: E402
 
 
+def _overlaps(fig) -> list[tuple[int, int]]:
+    """Pairs of panels whose drawn extents (with titles, labels and tick labels) overlap."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    boxes = [ax.get_tightbbox(r) for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+            if boxes[i].overlaps(boxes[j])]
+
+
 def _smallest_font(fig) -> float:
     fig.canvas.draw()
     return min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text() and t.get_visible())
 
 
 def test_a_wide_row_of_panels_is_laid_out_in_rows_that_fit():
-    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.6))
+    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.6), sharey=True)
     for ax in axes:
         ax.plot([0, 1], [0, 1], label="a line")
         ax.set_title("t", fontsize=6)
+        ax.set_xlabel("relative depth")
         ax.legend(fontsize=7)
+    fig.tight_layout()  # as many figure functions do before finish
     finish(fig)
     w, h = fig.get_size_inches()
     assert w <= COLUMN_IN and h > 3.6 and fig.dpi == DPI
     assert saved_width_in(fig) <= COLUMN_IN + 1e-2  # as the notebook saves it
+    assert not _overlaps(fig)
     rows = {round(ax.get_position().y0, 3) for ax in axes}
     assert len(rows) == 2  # three panels of 4.5 in: two rows (the third panel alone)
     assert _smallest_font(fig) >= MIN_FONT_PT
     plt.close(fig)
 
 
-def test_a_grid_keeps_its_panels_in_reading_order():
-    fig, axes = plt.subplots(2, 3, figsize=(12.9, 6.2))
+def test_a_grid_of_rows_and_columns_is_scaled_not_wrapped():
+    fig, axes = plt.subplots(2, 3, figsize=(12.9, 6.2), sharey=True)
+    for ax in axes.flat:
+        ax.set_title("a model")
+        ax.set_xlabel("relative depth")
+    fig.tight_layout()  # as many figure functions do before finish
     finish(fig)
+    assert fig.get_size_inches()[0] <= COLUMN_IN and not _overlaps(fig)
     pos = [[ax.get_position() for ax in row] for row in axes]
-    assert fig.get_size_inches()[0] <= COLUMN_IN
-    assert pos[0][0].y0 > pos[0][2].y0 > pos[1][0].y0  # row 1's third panel wraps below it, above row 2
+    assert pos[0][0].y0 == pos[0][2].y0 > pos[1][0].y0  # rows stay rows
+    plt.close(fig)
+
+
+def test_a_wrapped_panel_that_starts_a_row_shows_its_y_ticks():
+    fig, axes = plt.subplots(1, 3, figsize=(12.9, 3.4), sharey=True)
+    finish(fig)
+    assert [ax.yaxis.get_tick_params()["labelleft"] for ax in axes] == [True, False, True]
     plt.close(fig)
 
 

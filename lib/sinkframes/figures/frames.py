@@ -26,7 +26,7 @@ def attention_maps(examples: Sequence[Extraction], sample: int = 0,
     """
     _style()
     fig, axes = plt.subplots(len(examples), len(layers), figsize=(4.2 * len(layers), 3.9 * len(examples)),
-                             squeeze=False)
+                             squeeze=False, layout="constrained")
     for r, ex in enumerate(examples):
         if ex.attentions is None:
             raise ValueError(f"{ex.record['ref']}: attention_maps needs full attention (extract_attention)")
@@ -43,7 +43,6 @@ def attention_maps(examples: Sequence[Extraction], sample: int = 0,
             if c == 0:
                 ax.set_ylabel("query")
             ax.set_xlabel("key")
-    fig.tight_layout()
     return finish(fig)
 
 
@@ -97,12 +96,11 @@ def reference_counts(frames: Sequence[ModelResult]) -> Figure:
 def heads_heatmap(frames: Sequence[ModelResult], measure: str, title: str) -> Figure:
     """Layer x head heatmap of one per-head measure (mean over sentences), one panel per model."""
     _style()
-    fig, axes = plt.subplots(1, len(frames), figsize=(3.6 * len(frames), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(frames), figsize=(3.6 * len(frames), 3.8), squeeze=False, layout="constrained")
     for ax, f in zip(axes[0], frames, strict=True):
         sns.heatmap(f.heads[measure], ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
         ax.set_title(f.ref, fontsize=10)
         ax.set_xlabel("head")
         ax.set_ylabel("layer")
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
     return finish(fig)

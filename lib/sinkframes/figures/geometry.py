@@ -63,7 +63,7 @@ def rope_effect(results: Sequence[ModelResult]) -> Figure:
 def per_head(results: Sequence[ModelResult], measure: str, title: str, center: float | None = None) -> Figure:
     """Layer x head heatmap of one geometry measure (mean over sentences), one panel per model."""
     _style()
-    fig, axes = plt.subplots(1, len(results), figsize=(3.8 * len(results), 3.9), squeeze=False)
+    fig, axes = plt.subplots(1, len(results), figsize=(3.8 * len(results), 3.9), squeeze=False, layout="constrained")
     for ax, r in zip(axes[0], results, strict=True):
         data = r.heads[measure]  # [layer, head] (key norms: [layer, kv_head])
         step = max(1, data.shape[0] // 10)
@@ -72,7 +72,6 @@ def per_head(results: Sequence[ModelResult], measure: str, title: str, center: f
         ax.set_xlabel("KV head" if measure == "key_norm_ratio" else "head")
         ax.set_ylabel("layer")
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
     return finish(fig)
 
 

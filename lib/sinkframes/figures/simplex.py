@@ -59,7 +59,7 @@ def simplex_panels(n_paths: int = 6, seed: int = 0) -> Figure:
     fr = simplex.fisher_rao_distance(p, u)
     eu = np.linalg.norm(p - u, axis=1)
     speed = simplex.expected_noise_speed(p)
-    fig, axes = plt.subplots(1, 3, figsize=(13.5, 4.4))
+    fig, axes = plt.subplots(1, 3, figsize=(13.5, 4.4), layout="constrained")
     panels = [(fr, "Fisher-Rao distance to the barycentre", "viridis"),
               (eu, "Euclidean distance to the barycentre", "viridis"),
               (speed, "Fisher-Rao speed under unit logit noise", "magma")]
@@ -77,7 +77,6 @@ def simplex_panels(n_paths: int = 6, seed: int = 0) -> Figure:
         axes[0].plot(path[:, 0], path[:, 1], color="white", lw=1.2)
         axes[0].plot(path[-1, 0], path[-1, 1], "o", color="red", ms=4)
     axes[0].plot(*_to_xy(u), "o", color="white", ms=5)
-    fig.tight_layout()
     return finish(fig)
 
 

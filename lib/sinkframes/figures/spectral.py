@@ -35,7 +35,7 @@ def threshold_sweeps(models: Sequence[ModelResult],
     """Corrected metric against threshold, one line per layer (colour = depth), one column per model."""
     _style()
     fig, axes = plt.subplots(len(metrics), len(models), figsize=(4.2 * len(models), 3.0 * len(metrics)),
-                             squeeze=False)
+                             squeeze=False, layout="constrained")
     cmap = plt.get_cmap("viridis")
     for c, ms in enumerate(models):
         L = ms.n_layers
@@ -124,7 +124,7 @@ def faithful_vs_corrected(tab: sp.SpectralTables, threshold: float = 0.01) -> Fi
 def head_heatmaps(models: Sequence[ModelResult], metric: str) -> Figure:
     """Layer x head heatmap of one corrected per-head metric (at the analysis' head threshold), one panel per model."""
     _style()
-    fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.8), squeeze=False, layout="constrained")
     for ax, ms in zip(axes[0], models, strict=True):
         sns.heatmap(sp.head_table(ms, metric), ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
         ax.set_title(ms.ref, fontsize=10)
@@ -132,7 +132,6 @@ def head_heatmaps(models: Sequence[ModelResult], metric: str) -> Figure:
         ax.set_ylabel("layer")
     t = models[0].params.get("head_threshold", 0.05)
     fig.suptitle(f"{LABELS.get(metric, metric)} per head, t = {t:g}", fontsize=11)
-    fig.tight_layout()
     return finish(fig)
 
 

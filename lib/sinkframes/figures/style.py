@@ -4,8 +4,8 @@ At ``DPI`` 96 a Matplotlib point is a CSS point, so a figure no wider than ``COL
 as the notebook saves it: a tight bounding box) is shown at its own size in a cell's output area of the
 book (about 690 px at a 1280-pixel window) and its labels keep their point sizes. Every figure function
 ends with :func:`finish`, which enforces both: no text under ``MIN_FONT_PT``, and a figure wider than the
-column re-laid out in more rows of panels (or, when colorbars are attached to its panels, scaled down to
-the column with its fonts kept).
+column re-laid out in more rows of panels (colorbars move with their panels under the constrained layout;
+a figure that cannot be re-laid out is scaled down to the column with its fonts kept).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.gridspec import GridSpec
+from matplotlib.layout_engine import ConstrainedLayoutEngine, PlaceHolderLayoutEngine
 from matplotlib.text import Text
 
 DPI = 96
@@ -75,14 +76,16 @@ def _clamp_fonts(fig: Figure) -> None:
 
 
 def _reflow(fig: Figure, panels: list[Axes]) -> bool:
-    """Lay a too-wide grid of one-cell panels out in more rows of at most ``COLUMN_IN``; ``False`` when the
-    panels span several cells or the grid already has one column."""
+    """Lay a too-wide row of one-cell panels out in more rows of at most ``COLUMN_IN``; ``False`` when the
+    figure has several rows of panels, a panel spans several cells, or the panels already fit."""
     w, h = fig.get_size_inches()
     specs = [ax.get_subplotspec() for ax in panels]
     gs = specs[0].get_gridspec() if specs[0] is not None else None
     if gs is None:
         return False
     nrows, ncols = gs.get_geometry()
+    if nrows > 1:  # a grid of rows (measures) by columns (models) reads worse wrapped than scaled
+        return False
     cells = []
     for ax, s in zip(panels, specs, strict=True):
         if s is None or s.get_gridspec() is not gs or len(s.rowspan) != 1 or len(s.colspan) != 1:
@@ -96,6 +99,8 @@ def _reflow(fig: Figure, panels: list[Axes]) -> bool:
     new = GridSpec(nrows * chunks, per_row, figure=fig)
     for r, c, ax in cells:
         ax.set_subplotspec(new[r * chunks + c // per_row, c % per_row])
+        if c % per_row == 0:  # a panel that now starts a row shows its y tick labels (sharey hid them)
+            ax.tick_params(axis="y", labelleft=True)
     fig.set_size_inches(min(COLUMN_IN, per_row * panel_w), panel_h * nrows * chunks)
     return True
 
@@ -107,8 +112,9 @@ def finish(fig: Figure) -> Figure:
     w, h = fig.get_size_inches()
     if w > COLUMN_IN + 1e-6:
         panels = _panels(fig)
-        has_colorbars = len(panels) != len(fig.axes)
-        if has_colorbars or not panels or not _reflow(fig, panels):
+        # colorbars follow their panels only under the constrained layout, which places them at every draw
+        movable = len(panels) == len(fig.axes) or isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)
+        if not movable or not panels or not _reflow(fig, panels):
             fig.set_size_inches(COLUMN_IN, h * COLUMN_IN / w)
     _layout(fig)
     # the notebook saves the tight bounding box plus a margin; labels, legends and colorbars outside the axes
@@ -136,7 +142,8 @@ def saved_width_in(fig: Figure) -> float:
 
 
 def _layout(fig: Figure) -> None:
-    """``tight_layout`` unless the figure has a layout engine of its own (then that one lays it out)."""
-    if fig.get_layout_engine() is None:
+    """``tight_layout`` unless the figure has a layout engine of its own (constrained: it lays the figure out
+    at every draw). An earlier ``tight_layout`` call leaves a placeholder engine, which does not count."""
+    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine | None):
         with contextlib.suppress(ValueError, RuntimeError):  # a layout tight_layout cannot solve stays as it is
             fig.tight_layout()

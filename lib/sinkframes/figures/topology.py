@@ -109,12 +109,11 @@ def faithful_vs_corrected(results: Sequence[ModelResult], t: float = 0.05) -> Fi
 def specialization_heatmaps(tables: Sequence[pd.DataFrame]) -> Figure:
     """Layer x head consistency by position (corrected) and by string (faithful), one column per model."""
     _style()
-    fig, axes = plt.subplots(2, len(tables), figsize=(3.6 * len(tables), 6.4), squeeze=False)
+    fig, axes = plt.subplots(2, len(tables), figsize=(3.6 * len(tables), 6.4), squeeze=False, layout="constrained")
     for c, t in enumerate(tables):
         for r, (col, lab) in enumerate((("position consistency", "by position (corrected)"),
                                         ("faithful consistency", "by string (faithful)"))):
             grid = t.pivot(index="layer", columns="head", values=col)
             sns.heatmap(grid, ax=axes[r, c], vmin=0, vmax=1, cmap="viridis", cbar=c == len(tables) - 1)
             axes[r, c].set_title(f"{t['model'].iloc[0]}: {lab}", fontsize=9)
-    fig.tight_layout()
     return finish(fig)
