@@ -114,13 +114,9 @@ class AllModelsFailedError(RuntimeError):
 def announce(failure: ModelFailure) -> None:
     """Say that a model failed where the reader looks: as a marked output in a notebook (the batch
     build finds it by ``FAILED_MODELS_KEY``), as a warning elsewhere."""
-    try:
-        from IPython import get_ipython
+    from ..notebook import kernel_shell
 
-        shell = get_ipython()
-    except ImportError:  # pragma: no cover - IPython comes with the notebook tooling
-        shell = None
-    if shell is not None and getattr(shell, "kernel", None) is not None:
+    if kernel_shell() is not None:
         from IPython.display import Markdown, display
 
         display(Markdown(f"**Model failed.** {failure.line()}"),

@@ -114,12 +114,10 @@ class _Links(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
-        for key in ("id", "name") if tag in ("a", "span", "div", "section", "h1", "h2", "h3", "h4", "dt",
-                                              "figure", "table", "p", "li", "img", "code", "article") else ("id",):
-            if a.get(key):
-                self.anchors.add(str(a[key]))
-        if a.get("id"):
+        if a.get("id"):  # any element's id is an anchor; so is an <a>'s name
             self.anchors.add(str(a["id"]))
+        if tag == "a" and a.get("name"):
+            self.anchors.add(str(a["name"]))
         if tag == "a" and a.get("href"):
             self.links.append(str(a["href"]))
 

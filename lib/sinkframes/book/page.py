@@ -105,12 +105,10 @@ def notebook_parameters() -> dict[str, Any]:
     :func:`profile_label` compares only the names of the page's manifest entry, so the page's other
     parameters (``n_fisher``, ``bos_comparison``, ...) are judged as well as those given to :func:`setup`.
     """
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with the notebook tooling
-        return {}
-    shell = get_ipython()
-    if shell is None or getattr(shell, "kernel", None) is None:
+    from ..notebook import kernel_shell
+
+    shell = kernel_shell()
+    if shell is None:
         return {}
     return {k: v for k, v in shell.user_ns.items() if not k.startswith("_")}
 
