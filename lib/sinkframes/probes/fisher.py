@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -46,15 +46,19 @@ from ..cache import Cache, cache_key
 from ..extraction.batching import get_model
 from ..models import load_masked_lm
 from ..types import MODES, Mode, RunOptions, check_mode
+from . import per_sample
 
-__all__ = ["MODES", "FisherResult", "cached_fisher", "fisher_norms", "objective"]
+__all__ = ["ENGINES", "MODES", "FisherResult", "cached_fisher", "fisher_batches", "fisher_norms", "objective"]
+
+Engine = Literal["auto", "batched", "loop"]
+ENGINES: tuple[str, ...] = ("auto", "batched", "loop")
 
 MASK_PROB = 0.15
 FAITHFUL_MAX_CHARS = 500
 FAITHFUL_MAX_LENGTH = 128
 CORRECTED_MAX_LENGTH = 512
 #: version of the Fisher computation (enters the cache key)
-FISHER_VERSION = 2
+FISHER_VERSION = 3
 _LAYER_RE = re.compile(r"(?:layers|layer)\.(\d+)\.")
 
 
@@ -143,35 +147,41 @@ def _pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (hidden * m).sum(-2) / m.sum(-2).clamp(min=1)
 
 
-def _loss(
+def _losses(
     model: torch.nn.Module,
     causal: bool,
     has_mlm_head: bool,
     ids: torch.Tensor,
     attn_mask: torch.Tensor,
-    special: torch.Tensor,
-    mask_id: int | None,
-    gen: torch.Generator,
+    masked: tuple[torch.Tensor, torch.Tensor] | None,
     faithful: bool,
 ) -> torch.Tensor:
-    """The loss of one sentence (``ids`` ``[1, token]``) for the model type and mode."""
+    """``[batch]``: each sentence's loss (``ids`` ``[batch, token]``; ``masked``: the encoders' masked ids
+    and mask). Sentences are independent, so the gradient of the sum is each one's own in its rows."""
     if causal:
         labels = ids.clone()
         if not faithful:
             labels[attn_mask == 0] = -100
-        return model(input_ids=ids, attention_mask=attn_mask, labels=labels, use_cache=False).loss
-    if mask_id is None:
-        raise ValueError("this encoder's tokenizer has no mask token; cannot build a masked loss")
-    masked_ids, masked = _encoder_inputs(ids[0], special[0] | (attn_mask[0] == 0), mask_id, gen)
-    masked_ids, masked = masked_ids[None], masked[None]
+        logits = model(input_ids=ids, attention_mask=attn_mask, use_cache=False).logits.float()  # [batch, token, vocab]
+        return _mean_cross_entropy(logits[:, :-1], labels[:, 1:])
+    if masked is None:
+        raise ValueError("an encoder's loss needs its masked copy of the ids")
+    masked_ids, mask = masked
     if has_mlm_head:
-        labels = ids.clone() if faithful else ids.masked_fill(~masked, -100)
-        return model(input_ids=masked_ids, attention_mask=attn_mask, labels=labels).loss
+        labels = ids.clone() if faithful else ids.masked_fill(~mask, -100)
+        logits = model(input_ids=masked_ids, attention_mask=attn_mask).logits.float()  # [batch, token, vocab]
+        return _mean_cross_entropy(logits, labels)
     pool_mask = torch.ones_like(attn_mask) if faithful else attn_mask  # faithful: pads inside
     with torch.no_grad():
         clean = _pool(model(input_ids=ids, attention_mask=attn_mask).last_hidden_state, pool_mask)
     noisy = _pool(model(input_ids=masked_ids, attention_mask=attn_mask).last_hidden_state, pool_mask)
-    return 1.0 - torch.nn.functional.cosine_similarity(noisy, clean, dim=-1).mean()
+    return 1.0 - torch.nn.functional.cosine_similarity(noisy, clean, dim=-1)
+
+
+def _mean_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """``[batch]``: mean cross-entropy over each row's labelled positions (label -100 = none)."""
+    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100, reduction="none")
+    return ce.sum(1) / (labels != -100).sum(1).clamp(min=1)  # [batch]
 
 
 def objective(causal: bool, has_mlm_head: bool) -> str:
@@ -262,20 +272,11 @@ class FisherResult:
         return df
 
 
-def fisher_norms(
-    lm: Any,
-    texts: list[str],
-    mode: Mode = "corrected",
-    seed: int = 0,
-    has_mlm_head: bool | None = None,
-    progress: bool = True,
-) -> FisherResult:
-    """Per-sentence squared gradient norms of ``lm`` (a ``models.LoadedModel``) on ``texts``."""
-    mode = check_mode(mode)
-    faithful = mode == "faithful"
-    model, tok, rec = lm.model, lm.tokenizer, lm.record
-    if has_mlm_head is None:
-        has_mlm_head = hasattr(model, "cls") or type(model).__name__.endswith("ForMaskedLM")
+def _tokenized(
+    tok: Any, texts: list[str], causal: bool, faithful: bool
+) -> list[Row]:
+    """Per sentence ``(ids [1, token], attention mask [1, token], special-token mask [1, token])``:
+    faithful, rows of one batch padded to the longest (decoders padded with EOS); corrected, each alone."""
     if faithful:
         enc = tok(
             [t[:FAITHFUL_MAX_CHARS] for t in texts],
@@ -285,7 +286,7 @@ def fisher_norms(
             return_tensors="pt",
             return_special_tokens_mask=True,
         )
-        batches = [
+        rows = [
             (
                 enc["input_ids"][i : i + 1],
                 enc["attention_mask"][i : i + 1],
@@ -293,49 +294,150 @@ def fisher_norms(
             )
             for i in range(len(texts))
         ]
-        if rec.causal and tok.eos_token_id is not None:  # the official code pads decoders with EOS
-            batches = [(ids.masked_fill(am == 0, tok.eos_token_id), am, sp) for ids, am, sp in batches]
-    else:
-        batches = []
-        for t in texts:
-            enc = tok(
-                t,
-                truncation=True,
-                max_length=CORRECTED_MAX_LENGTH,
-                return_tensors="pt",
-                return_special_tokens_mask=True,
-            )
-            batches.append((enc["input_ids"], enc["attention_mask"], enc["special_tokens_mask"].bool()))
-    names = {n: (layer_index(n), corrected_group(n), official_group(n)) for n, _ in model.named_parameters()}
+        if causal and tok.eos_token_id is not None:  # the official code pads decoders with EOS
+            rows = [(ids.masked_fill(am == 0, tok.eos_token_id), am, sp) for ids, am, sp in rows]
+        return rows
+    rows = []
+    for t in texts:
+        enc = tok(t, truncation=True, max_length=CORRECTED_MAX_LENGTH, return_tensors="pt",
+                  return_special_tokens_mask=True)
+        rows.append((enc["input_ids"], enc["attention_mask"], enc["special_tokens_mask"].bool()))
+    return rows
+
+
+def fisher_norms(
+    lm: Any,
+    texts: list[str],
+    mode: Mode = "corrected",
+    seed: int = 0,
+    has_mlm_head: bool | None = None,
+    progress: bool = True,
+    engine: Engine = "auto",
+) -> FisherResult:
+    """Per-sentence squared gradient norms of ``lm`` (a ``models.LoadedModel``) on ``texts``.
+
+    ``engine``: ``"batched"`` shares one forward and backward pass among several sentences and reads
+    every norm from activations and output gradients (``probes.per_sample``); ``"loop"`` runs one
+    backward pass per sentence and reads the norms from the parameters' gradients (the reference);
+    ``"auto"`` takes ``batched`` for float32 models whose every parameter it covers, else ``loop``.
+    """
+    mode = check_mode(mode)
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    faithful = mode == "faithful"
+    model, tok, rec = lm.model, lm.tokenizer, lm.record
+    if has_mlm_head is None:
+        has_mlm_head = hasattr(model, "cls") or type(model).__name__.endswith("ForMaskedLM")
+    rows_in = _tokenized(tok, texts, rec.causal, faithful)
     gen = torch.Generator().manual_seed(seed)
+    # the masked copies are drawn sentence by sentence in order, whatever the engine
+    masked = [
+        None if rec.causal else _masking(ids, am, sp, tok.mask_token_id, gen) for ids, am, sp in rows_in
+    ]
+    if engine == "auto":
+        dtypes = {p.dtype for p in model.parameters()}
+        engine = "batched" if dtypes == {torch.float32} and not per_sample.coverage_gaps(model) else "loop"
+    elif engine == "batched" and per_sample.coverage_gaps(model):
+        raise ValueError(f"the batched engine cannot cover {per_sample.coverage_gaps(model)[:3]}; use engine='loop'")
+    run = _batched_norms if engine == "batched" else _looped_norms
     was_training = model.training
     model.eval()
-    rows = []
     try:
-        for s, (ids, am, special) in enumerate(
-            tqdm(batches, desc=f"{rec.ref}: Fisher ({mode})", disable=not progress, file=sys.stderr, leave=False)
-        ):
-            model.zero_grad(set_to_none=True)
-            loss = _loss(
-                model,
-                rec.causal,
-                has_mlm_head,
-                ids.to(lm.device),
-                am.to(lm.device),
-                special.to(lm.device),
-                tok.mask_token_id,
-                gen,
-                faithful,
-            )
-            loss.backward()
-            for name, val in squared_grad_norms(model, mode).items():
-                layer, group, ogroup = names[name]
-                rows.append((s, -1 if layer is None else layer, group, ogroup, val))
+        per = run(lm, rows_in, masked, has_mlm_head, faithful, progress, mode)
     finally:
         model.zero_grad(set_to_none=True)
         model.train(was_training)
+    names = {n: (layer_index(n), corrected_group(n), official_group(n)) for n, _ in model.named_parameters()}
+    rows = [
+        (s, -1 if names[name][0] is None else names[name][0], names[name][1], names[name][2], val)
+        for s, sentence in enumerate(per)
+        for name, val in sentence.items()
+    ]
     values = pd.DataFrame(rows, columns=["sentence", "layer", "group", "official_group", "fisher"])
     return FisherResult(rec.ref, mode, rec.n_layers, objective(rec.causal, has_mlm_head), values)
+
+
+def _masking(
+    ids: torch.Tensor, am: torch.Tensor, special: torch.Tensor, mask_id: int | None, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One sentence's masked ids and mask ``[1, token]`` (15 % of the non-special, non-pad positions)."""
+    if mask_id is None:
+        raise ValueError("this encoder's tokenizer has no mask token; cannot build a masked loss")
+    m_ids, m = _encoder_inputs(ids[0], special[0] | (am[0] == 0), mask_id, gen)
+    return m_ids[None], m[None]
+
+
+Masked = tuple[torch.Tensor, torch.Tensor] | None
+Row = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # ids, attention mask, special mask: each [1, token]
+
+
+def _looped_norms(
+    lm: Any, rows: list[Row], masked: list[Masked], has_mlm_head: bool, faithful: bool,
+    progress: bool, mode: Mode,
+) -> list[dict[str, float]]:
+    """One forward and backward pass per sentence; norms read from the parameters' gradients."""
+    model, rec = lm.model, lm.record
+    out = []
+    pairs = list(zip(rows, masked, strict=True))
+    for (ids, am, _), mk in tqdm(pairs, desc=f"{rec.ref}: Fisher ({mode})", disable=not progress, file=sys.stderr,
+                                 leave=False):
+        model.zero_grad(set_to_none=True)
+        losses = _losses(model, rec.causal, has_mlm_head, ids.to(lm.device), am.to(lm.device),
+                         None if mk is None else (mk[0].to(lm.device), mk[1].to(lm.device)), faithful)
+        losses.sum().backward()
+        out.append(squared_grad_norms(model, mode))
+    return out
+
+
+def _batched_norms(
+    lm: Any, rows: list[Row], masked: list[Masked], has_mlm_head: bool, faithful: bool,
+    progress: bool, mode: Mode,
+) -> list[dict[str, float]]:
+    """Sentences of similar length share a padded batch; norms from ``per_sample`` (no weight gradients)."""
+    model, rec = lm.model, lm.record
+    named = list(model.named_parameters())
+    vocab = int((model.get_output_embeddings() or model.get_input_embeddings()).weight.shape[0])
+    out: list[dict[str, float]] = [{} for _ in rows]
+    lengths = [int(r[0].shape[1]) for r in rows]
+    for batch in tqdm(fisher_batches(lengths, vocab), desc=f"{rec.ref}: Fisher ({mode})", disable=not progress,
+                      file=sys.stderr, leave=False):
+        ids = _right_padded([rows[i][0] for i in batch], 0).to(lm.device)  # [batch, token]
+        am = _right_padded([rows[i][1] for i in batch], 0).to(lm.device)
+        mk = None
+        picks = [masked[i] for i in batch]
+        if all(m is not None for m in picks):
+            mk = (
+                _right_padded([m[0] for m in picks if m is not None], 0).to(lm.device),
+                _right_padded([m[1].long() for m in picks if m is not None], 0).bool().to(lm.device),
+            )
+        with per_sample.per_sample_norms(model, len(batch)) as acc:
+            _losses(model, rec.causal, has_mlm_head, ids, am, mk, faithful).sum().backward()
+        for name, p in named:
+            sq = acc.squared_norms(p)
+            if sq is not None:
+                for r, i in enumerate(batch):
+                    out[i][name] = float(sq[r])
+    return out
+
+
+def _right_padded(rows: list[torch.Tensor], fill: int) -> torch.Tensor:
+    """``[batch, token]``: ``[1, n_i]`` rows padded on the right to the longest with ``fill``."""
+    width = max(int(r.shape[1]) for r in rows)
+    return torch.cat([torch.nn.functional.pad(r, (0, width - int(r.shape[1])), value=fill) for r in rows])
+
+
+def fisher_batches(lengths: list[int], vocab: int, max_batch: int = 8, max_logits: int = 2**27) -> list[list[int]]:
+    """Sentence indices in batches of similar length, at most ``max_batch`` sentences and ``max_logits``
+    logits (batch x padded length x vocabulary) each."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        cur = batches[-1] if batches else None
+        if cur is not None and len(cur) < max_batch and (len(cur) + 1) * lengths[i] * vocab <= max_logits:
+            cur.append(i)
+        else:
+            batches.append([i])
+    return batches
 
 
 def cached_fisher(
