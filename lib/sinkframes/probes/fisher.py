@@ -27,6 +27,14 @@ Modes:
 - ``corrected``: each sentence alone (no padding at all), float32, seeded masking, standard
   labels, and groups from the module structure (attention, MLP, norms; embeddings and the final
   norm outside the layers). Shares are of the transformer layers' total.
+
+Engines (the same numbers, to rounding): ``loop`` runs one forward and one backward pass per
+sentence and reads each parameter's gradient (the reference; the faithful mode then takes float32
+norms, as the official code). ``batched`` runs up to eight sentences of similar length in one
+padded pass, gives the weights no gradient and reads each sentence's squared norms from the
+activations and output gradients of every module (``probes.per_sample``), in float64: several
+times faster. ``auto`` (the default) takes ``batched`` for a float32 model whose every parameter
+it can read, else ``loop``.
 """
 
 from __future__ import annotations
