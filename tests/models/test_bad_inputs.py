@@ -134,6 +134,30 @@ def test_a_build_with_bad_parameters_runs_no_page(tmp_path, capsys):
         batch.build(profile="smoke", pages=[], out_dir=str(tmp_path), html=False, manifest=m)
 
 
+def test_a_page_whose_kernel_does_not_start_is_started_again_once(tmp_path, monkeypatch, capsys):
+    import papermill
+
+    from sinkframes.book import batch, manifest
+
+    m = manifest.load_manifest()
+    page = m.pages[0]
+    calls: list[str] = []
+
+    def flaky(template: str, output: str, **_: object) -> None:
+        calls.append(output)
+        if len(calls) == 1:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        raise RuntimeError("a cell failed")
+
+    monkeypatch.setattr(papermill, "execute_notebook", flaky)
+    with pytest.raises(RuntimeError, match="a cell failed"):  # the second start ran; its own failure is not retried
+        batch.run_page(page, "smoke", manifest.repo_root(), tmp_path)
+    assert len(calls) == 2 and "starting it again" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.ipynb")) and not list(tmp_path.glob(".*.ipynb"))
+    assert batch.kernel_start_failure(RuntimeError("Kernel didn't respond to heartbeats in 30 seconds and timed out"))
+    assert not batch.kernel_start_failure(TimeoutError("A cell timed out while it was being executed"))
+
+
 @pytest.mark.parametrize(("device", "fragment"), [("bogus", "unknown device"), ("cuda", "no CUDA GPU")])
 def test_devices_that_do_not_exist_are_clear_errors(device, fragment):
     from sinkframes import models

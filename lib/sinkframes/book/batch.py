@@ -91,6 +91,18 @@ class PartialPageError(RuntimeError):
     """A page ran to the end, but some of its models failed: it is written, and the build reports it."""
 
 
+#: kernel starts tried per page: two kernels started at once by parallel workers can pick the same free port
+KERNEL_START_ATTEMPTS = 2
+
+
+def kernel_start_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` says the kernel never started (nothing of the page ran), so starting again is safe."""
+    if type(exc).__name__ == "ZMQError":
+        return True
+    text = str(exc)
+    return "Kernel died before replying to kernel_info" in text or "Kernel didn't respond" in text
+
+
 def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) -> Path:
     """Execute one page; return the executed copy's path. Raises on failure: nothing is written when the
     page stopped on an error; a page that ran with some models failing is written, then
@@ -104,15 +116,22 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
     previous = os.environ.get(VERDICTS_ENV)
     os.environ[VERDICTS_ENV] = str(target.parent / "verdicts")
     try:
-        pm.execute_notebook(
-            str(root / page.template),
-            str(tmp),
-            parameters=page.params_for(profile),
-            cwd=str(root),
-            progress_bar=False,
-            execution_timeout=page.timeout,
-            kernel_name="python3",
-        )
+        for attempt in range(KERNEL_START_ATTEMPTS):
+            try:
+                pm.execute_notebook(
+                    str(root / page.template),
+                    str(tmp),
+                    parameters=page.params_for(profile),
+                    cwd=str(root),
+                    progress_bar=False,
+                    execution_timeout=page.timeout,
+                    kernel_name="python3",
+                )
+                break
+            except Exception as exc:
+                if attempt + 1 == KERNEL_START_ATTEMPTS or not kernel_start_failure(exc):
+                    raise
+                print(f"[sinkframes] {page.id}: the kernel did not start ({exc}); starting it again", file=sys.stderr)
         errors = has_error_output(tmp)
         if errors:
             raise RuntimeError(f"page {page.id} holds error outputs: {errors}")
