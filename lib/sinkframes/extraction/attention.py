@@ -8,7 +8,7 @@ loads the result and runs no forward pass (and does not even load the model).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ import torch
 
 from .. import models
 from ..types import RunOptions
-from .batching import STATS, backbone, check_finite, forward, iterate_batches
+from .batching import STATS, NonFiniteAttentionError, backbone, forward, iterate_batches
 from .run import reducer_key, run_cached
 
 
@@ -33,33 +33,61 @@ class Extraction:
     from_cache: bool = False
 
 
+def finite_layer(weights: torch.Tensor, lengths: list[int]) -> bool:
+    """Whether every sample's real tokens got finite weights in one layer (``weights`` ``[batch, head,
+    query, key]``, sample ``r`` real up to ``lengths[r]``); padding may hold anything."""
+    return all(bool(torch.isfinite(weights[r, :, :n, :n]).all()) for r, n in enumerate(lengths))
+
+
+def raise_non_finite(lm: models.LoadedModel, bad_layers: Iterable[int]) -> None:
+    """Raise ``NonFiniteAttentionError`` naming ``bad_layers`` (nothing if there are none), with the
+    message of ``batching.check_finite``."""
+    bad = sorted(set(bad_layers))
+    if bad:
+        raise NonFiniteAttentionError(
+            f"{lm.record.ref} in {lm.record.dtype} produced NaN or infinite attention weights in layers {bad}; "
+            "rerun it with dtype='float32' (nothing was cached)"
+        )
+
+
+def check_finite_layers(lm: models.LoadedModel, atts: Sequence[torch.Tensor], lengths: list[int]) -> None:
+    """``batching.check_finite`` on the per-layer tuple ``atts`` (each ``[batch, head, query, key]``),
+    without stacking it into one ``[batch, layer, ...]`` copy."""
+    raise_non_finite(lm, [k for k, a in enumerate(atts) if not finite_layer(a, lengths)])
+
+
 @torch.no_grad()
 def iterate_samples(
     lm: models.LoadedModel, ids: list[list[int]], opts: RunOptions, hidden_states: bool = False, desc: str = "forward"
 ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor | None]]:
-    """Yield ``(index, attention [layer, head, n, n], hidden [layer+1, n, d] | None)`` per sample."""
+    """Yield ``(index, attention [layer, head, n, n], hidden [layer+1, n, d] | None)`` per sample.
+
+    Each sample is sliced from the model's per-layer tuple on its own (no ``[batch, layer, ...]`` copy of
+    the whole batch), so the peak is the model's attention output plus one sample's layers.
+    """
     net = backbone(lm.model)
     for batch, input_ids, mask in iterate_batches(lm, ids, opts.batch_size, opts.progress, desc):
         out = forward(lm, net, input_ids, mask, output_attentions=True, output_hidden_states=hidden_states)
-        atts = getattr(out, "attentions", None)
+        atts = getattr(out, "attentions", None)  # per layer [batch, head, query, key]
         if not atts or any(a is None for a in atts):
             raise models.AttentionUnavailableError(
                 f"{lm.record.ref} returned no attention weights; load it with attn_implementation='eager' "
                 "(sinkframes.models.load does) and do not use SDPA/flash attention"
             )
-        att = torch.stack([a.float() for a in atts], 1)  # [batch, layer, head, query, key]
-        hid = (
-            torch.stack([h.float() for h in out.hidden_states], 1) if hidden_states else None
-        )  # [batch, layer+1, tok, d]
-        check_finite(lm, att, [len(ids[i]) for i in batch])
+        hids = out.hidden_states if hidden_states else None  # per layer + 1 [batch, tok, d]
+        del out
+        check_finite_layers(lm, atts, [len(ids[i]) for i in batch])
         for r, i in enumerate(batch):
             n = len(ids[i])
             STATS["samples"] += 1
+            att = torch.stack([a[r, :, :n, :n].float() for a in atts])  # [layer, head, query, key]
+            hid = torch.stack([h[r, :n].float() for h in hids]) if hids is not None else None  # [layer+1, tok, d]
             yield (
                 i,
-                att[r, :, :, :n, :n].cpu().contiguous(),
-                (hid[r, :, :n].cpu().contiguous() if hid is not None else None),
+                att.cpu().contiguous(),
+                (hid.cpu().contiguous() if hid is not None else None),
             )
+            del att, hid
 
 
 def extract_attention(
