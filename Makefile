@@ -26,15 +26,18 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name sinkframes --display-name "sinkframes (offline models)" >/dev/null
 	touch $(STAMP)
 
+# pages run in JOBS worker processes (each with cores / JOBS threads); JOBS=1 runs them one after another
+JOBS ?= 2
+
 book: $(STAMP)
-	$(PY) -m sinkframes build --profile offline
+	$(PY) -m sinkframes build --profile offline --jobs $(JOBS)
 
 # Re-execute every page into a scratch folder and compare its text outputs with the committed copies
 # in book/ (the provenance line, which names the date and commit, is left out of the comparison)
 REPRO_DIR ?= $(CURDIR)/.cache/reproduce
 reproduce: $(STAMP)
 	rm -rf $(REPRO_DIR)
-	$(PY) -m sinkframes build --profile offline --out $(REPRO_DIR) --no-html
+	$(PY) -m sinkframes build --profile offline --out $(REPRO_DIR) --no-html --jobs $(JOBS)
 	$(PY) bench/compare_pages.py book $(REPRO_DIR)
 
 # JupyterLab on the templates with the project's kernel; LAB_ARGS passes options (e.g. --no-browser --port=8890)
