@@ -227,20 +227,29 @@ class Series:
 
 @torch.no_grad()
 def text_loss(ref: str, texts: Sequence[str], opts: RunOptions) -> float:
-    """Mean next-token cross-entropy (nats) of a causal LM over ``texts`` (each truncated to ``max_length``)."""
+    """Mean next-token cross-entropy (nats) of a causal LM over ``texts`` (each truncated to ``max_length``);
+    cached on disk, so a warm rerun loads no checkpoint."""
+    from ..cache import Cache, cache_key
     from ..extraction.batching import get_model
 
-    lm = get_model(ref, opts)  # the model the analysis just ran, when it was not a cache hit
-    total, count = 0.0, 0
-    for text in texts:
-        enc = lm.tokenizer(text, return_tensors="pt", truncation=True, max_length=opts.max_length)
-        ids = enc["input_ids"].to(lm.device)  # [1, n]
-        if ids.shape[1] < 2:
-            continue
-        logits = lm.model(input_ids=ids).logits.float()  # [1, n, vocab]
-        nll = torch.nn.functional.cross_entropy(logits[0, :-1], ids[0, 1:], reduction="sum")
-        total, count = total + float(nll), count + ids.shape[1] - 1
-    return total / count if count else float("nan")
+    key = cache_key({"kind": "text_loss", "version": 1}, ref, list(texts), opts)
+
+    @torch.no_grad()
+    def compute() -> float:
+        lm = get_model(ref, opts)  # the model the analysis just ran, when it was not a cache hit
+        total, count = 0.0, 0
+        for text in texts:
+            enc = lm.tokenizer(text, return_tensors="pt", truncation=True, max_length=opts.max_length)
+            ids = enc["input_ids"].to(lm.device)  # [1, n]
+            if ids.shape[1] < 2:
+                continue
+            logits = lm.model(input_ids=ids).logits.float()  # [1, n, vocab]
+            nll = torch.nn.functional.cross_entropy(logits[0, :-1], ids[0, 1:], reduction="sum")
+            total, count = total + float(nll), count + ids.shape[1] - 1
+        return total / count if count else float("nan")
+
+    value, _ = Cache(namespace="text_loss").get_or_compute(key, compute, opts.use_cache)
+    return float(value)
 
 
 def analyse_series(checkpoints: Sequence[Checkpoint], texts: list[str], opts: RunOptions | None = None, *,
