@@ -29,3 +29,22 @@ def test_a_pipeline_check_shows_no_number_and_decides_no_claim():
     assert "Pipeline check" in family.section(fr, family.topology_summary).data
     assert family.kl_figure(fr) is None
     assert "stay *not evaluated*" in family.evidence_summary(fr)
+
+
+def test_the_verdict_table_and_the_summary_share_one_evaluation(monkeypatch):
+    from sinkframes import verdicts
+
+    calls: list[int] = []
+    real = verdicts.evaluate
+
+    def counted(results):
+        calls.append(len(results))
+        return real(results)
+
+    monkeypatch.setattr(verdicts, "evaluate", counted)
+    fr = family.FamilyResults(family.family_of("qwen"), [], pipeline_check=False)
+    table = family.verdict_table(fr)
+    assert set(table["reproduced: rule"]) <= {"no model of this family here",
+                                              *(c.untestable for c in family.appendix_claims("qwen"))}
+    assert "not evaluated here" in family.evidence_summary(fr)
+    assert calls == [0]

@@ -87,6 +87,8 @@ class FamilyResults:
     models: list[str]
     pipeline_check: bool
     results: dict[str, list[ModelResult]] = field(default_factory=dict)
+    #: the verdicts of every result, evaluated once (``family_verdicts``): the table and the summary share them
+    evaluated: list[verdicts.Verdict] | None = field(default=None, repr=False)
 
     def all(self) -> list[ModelResult]:
         return [r for name in ANALYSES for r in self.results.get(name, [])]
@@ -262,7 +264,9 @@ def family_verdicts(fr: FamilyResults) -> list[verdicts.Verdict]:
     if fr.pipeline_check:
         return []
     ids = {c.id for c in appendix_claims(fr.family.key)}
-    return [v for v in verdicts.evaluate(fr.all()) if v.claim in ids]
+    if fr.evaluated is None:
+        fr.evaluated = verdicts.evaluate(fr.all())
+    return [v for v in fr.evaluated if v.claim in ids]
 
 
 def verdict_table(fr: FamilyResults) -> pd.DataFrame:
