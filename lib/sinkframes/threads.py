@@ -5,7 +5,8 @@ processes) compete for the same cores, small per-matrix calls slow by one or two
 (threads spin waiting for each other). :func:`configure` sets both pools to one count: the
 ``SINKFRAMES_THREADS`` environment variable if set, else torch's own default divided among the worker
 processes that share the machine. :func:`single_blas_thread` is for loops over many small matrices,
-which run fastest on one thread.
+which run fastest on one thread; :func:`single_torch_thread` is for a sample's many small torch
+reductions (tens of tokens each), which a thread pool only makes wait on a busy machine.
 """
 
 from __future__ import annotations
@@ -52,3 +53,22 @@ def single_blas_thread() -> Iterator[None]:
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+@contextmanager
+def single_torch_thread() -> Iterator[None]:
+    """torch on one thread inside the block, its previous count restored after (also on an error).
+
+    For per-sample metric suites: each op is microseconds of work, and split over several threads every
+    op waits for all of them to be scheduled, which costs milliseconds on a loaded machine. Reductions
+    along a dimension give the same numbers whatever the thread count.
+    """
+    before = torch.get_num_threads()
+    if before == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

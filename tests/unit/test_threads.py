@@ -42,3 +42,13 @@ def test_single_blas_thread_is_scoped() -> None:
     with threads.single_blas_thread():
         assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
     assert any(p["num_threads"] == 2 for p in threadpool_info() if p["user_api"] == "blas")
+
+
+def test_single_torch_thread_is_scoped_and_restored_after_an_error() -> None:
+    threads.configure(2)
+    with threads.single_torch_thread():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == 2
+    with pytest.raises(RuntimeError, match="inside"), threads.single_torch_thread():
+        raise RuntimeError("inside")
+    assert torch.get_num_threads() == 2
