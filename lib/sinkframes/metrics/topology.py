@@ -1,4 +1,4 @@
-"""Persistent homology of attention (paper section 4, 5.1-5.3, appendices E-J), with gudhi.
+"""Persistent homology of attention (paper section 4, 5.1-5.3, appendices E-J), with gudhi and ripser.
 
 Two modes, computed on the head-averaged attention ``Ā`` of a layer (``[query, key]``):
 
@@ -30,6 +30,24 @@ Two modes, computed on the head-averaged attention ``Ā`` of a layer (``[query, 
   seven thresholds; total persistence per dimension, the area under the Betti curve over the
   scales ``[0, 1 - 0.001]`` (every bar cut at the smallest threshold, infinite ones included).
 
+How ``TopologyReducer`` computes this, all layers of a sample at once (same numbers, bit for bit,
+as the per-layer functions ``faithful_layer`` and ``corrected_layer``, which are kept as the reference):
+
+- faithful H0: Kruskal merges exactly the edges of the minimum spanning forest under ripser's strict
+  edge order, so a Prim run on the ranks of that order (one vertex per step, every layer together)
+  finds them and the union-find is replayed on those edges only; when every upper-triangle entry
+  holds one non-zero value (a causal model) the merges are the star of the last token and the bars
+  follow from a running minimum of the vertex births;
+- corrected H0: births 0, deaths the weights of a minimum spanning forest of the edges up to the
+  cut (zero weights dropped), one infinite bar per component, again by Prim over all layers;
+- H1 (both modes): vertices dominated by another one at every scale, and leaves, are removed (this
+  keeps the H1 diagram); a graph that collapses to a cone has no H1; the rest go to ripser in one
+  call per sample as a disjoint union, with each graph's edge values replaced by their ranks (exact
+  in ripser's float32) and read back. Bars are listed as gudhi lists them, by increasing death with the
+  infinite ones last; only bars of equal death (and the infinite ones) may come in another order than
+  gudhi's, which can move a float64 sum over them (``total_persistence1``, faithful ``dim1_avg``) by
+  an ulp, far below the float32 they are stored in.
+
 Head specialization: per head, the key each sample's head "fixes on". ``faithful``: argmax of the
 plain column mean of ``A^h`` (all rows, self-attention and causal zeros included, which biases causal
 models to position 0), compared across samples as a token *string*. ``corrected``: argmax of the
@@ -45,8 +63,10 @@ from typing import Any
 import gudhi
 import numpy as np
 import torch
+from pyRipser import doRipsFiltrationDMSparse as _ripser_sparse
 
 from ..tensors import require_finite
+from ..threads import single_torch_thread
 from .sinks import received_share
 
 FAITHFUL_MAX_POINTS = 30
@@ -57,6 +77,7 @@ CURVE_THRESHOLDS: np.ndarray = np.unique(np.concatenate([np.round(np.logspace(-3
 SPECIALIZED_MIN_CONSISTENCY = 0.3  # official report rule
 SPECIALIZED_MIN_SAMPLES = 5
 FIGURE_MIN_CONSISTENCY = 0.5  # official figure rule
+APEXES = 2  # candidate dominating vertices per reduction round (see _h1_reduce)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -343,6 +364,323 @@ def position_label(pos: int, n: int) -> str:
     return str(pos)
 
 
+# ----------------------------------------------------------------------------- all layers at once
+
+
+def _prim_forest(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Minimum spanning forest of every layer's graph at once (Prim, one vertex per step for all layers).
+
+    ``key``: ``[layer, n, n]`` symmetric edge keys, ``inf`` = no edge, diagonal ignored. Returns the
+    forest edges ``(u, v)``, each ``[layer, n - 1]``, with ``u = -1`` where a step starts a new
+    component instead of adding an edge. With distinct keys the forest is the unique one Kruskal finds.
+    """
+    n_layers, n, _ = key.shape
+    rows = np.arange(n_layers)
+    in_tree = np.zeros((n_layers, n), bool)  # [layer, vertex]
+    in_tree[:, 0] = True
+    best = key[:, 0, :].copy()  # [layer, vertex]: lightest edge to the tree
+    src = np.zeros((n_layers, n), np.intp)  # [layer, vertex]: tree end of that edge
+    us = np.full((n_layers, max(n - 1, 0)), -1, np.intp)  # [layer, step]
+    vs = np.zeros_like(us)
+    for step in range(n - 1):
+        cand = np.where(in_tree, np.inf, best)  # [layer, vertex]
+        v = cand.argmin(1)  # [layer]
+        new = ~np.isfinite(cand[rows, v])  # no edge leaves the tree: start the next component
+        v = np.where(new, (~in_tree).argmax(1), v)
+        us[:, step] = np.where(new, -1, src[rows, v])
+        vs[:, step] = v
+        in_tree[rows, v] = True
+        kv = key[rows, v]  # [layer, vertex]
+        closer = kv < best
+        best = np.where(closer, kv, best)
+        src = np.where(closer, v[:, None], src)
+    return us, vs
+
+
+def _ripser_h0_layers(dist: np.ndarray) -> list[np.ndarray]:
+    """:func:`_ripser_h0` of every layer's ``[layer, k, k]`` float32 distance, with the same bars in the same order.
+
+    Kruskal merges exactly the edges of the minimum spanning forest under its strict order (value,
+    then larger combinatorial index first); Prim on the ranks of that order finds them for all layers
+    at once, and the union-find (union by rank, elder rule) is then replayed on those edges only.
+    When every upper-triangle edge has one non-zero value (a causal model: ``1 - 0``), the order is
+    the star of the last vertex, ``{k-2, k-1}, {k-3, k-1}, ...``: the bar births are a running
+    minimum of the vertex births, and the last vertex stays the root.
+    """
+    d = dist.astype(np.float32)
+    n_layers, k, _ = d.shape
+    iu, ju = np.triu_indices(k, 1)
+    desc = np.argsort(-(ju * (ju - 1) // 2 + iu), kind="stable")  # edges by decreasing combinatorial index
+    iu, ju = iu[desc], ju[desc]
+    vals = d[:, iu, ju]  # [layer, edge]
+    diag = np.diagonal(d, axis1=1, axis2=2).astype(float)  # [layer, vertex]: vertex births
+    bars_b = np.full((n_layers, max(k - 1, 0)), np.nan)  # [layer, merge]
+    bars_d = np.full((n_layers, max(k - 1, 0)), np.nan)
+    root = np.broadcast_to(np.arange(k), (n_layers, k)).copy()  # [layer, vertex]: root of its component
+    birth = diag.copy()  # [layer, vertex]: component birth, at its root
+    star = (vals == vals[:, :1]).all(1) & (vals[:, 0] != 0) if k > 1 else np.zeros(n_layers, bool)  # [layer]
+    if star.any():
+        x = diag[star, ::-1]  # [layer, vertex] in merge order k-1, k-2, ..., 0
+        low = np.minimum.accumulate(x, axis=1)
+        bars_b[star] = np.maximum(low[:, :-1], x[:, 1:])
+        bars_d[star] = vals[star, :1].astype(float)
+        root[star] = k - 1
+        birth[star, k - 1] = low[:, -1]
+    general = np.flatnonzero(~star)
+    if general.size and k > 1:
+        b, dd, r, bi = _ripser_h0_replay(d[general], vals[general], iu, ju)
+        bars_b[general], bars_d[general], root[general], birth[general] = b, dd, r, bi
+    out = []
+    for layer in range(n_layers):
+        keep = bars_d[layer] > bars_b[layer]  # merges only (NaN elsewhere), zero-length bars dropped
+        finite = np.stack([bars_b[layer][keep], bars_d[layer][keep]], 1)  # [bar, 2]
+        roots = np.flatnonzero(root[layer] == np.arange(k))
+        infinite = np.stack([birth[layer, roots], np.full(len(roots), np.inf)], 1)
+        out.append(np.concatenate([finite, infinite]))
+    return out
+
+
+def _ripser_h0_replay(
+    d: np.ndarray, vals: np.ndarray, iu: np.ndarray, ju: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """General case of :func:`_ripser_h0_layers`: ``d`` ``[layer, k, k]``, ``vals`` ``[layer, edge]`` on the
+    edges ``(iu, ju)`` listed by decreasing combinatorial index. Returns the merge bars' births and deaths
+    ``[layer, merge]`` (NaN past the last merge), the final roots ``[layer, vertex]`` and component births."""
+    n_layers, k, _ = d.shape
+    rows = np.arange(n_layers)
+    order = np.argsort(vals, axis=1, kind="stable")  # ties keep the larger index first
+    rank = np.empty(vals.shape)  # [layer, edge]: position in Kruskal's order
+    np.put_along_axis(rank, order, np.arange(vals.shape[1], dtype=float)[None, :], axis=1)
+    rank[vals == 0] = np.inf  # exact zeros are absent edges
+    key = np.full((n_layers, k, k), np.inf)  # [layer, k, k]
+    key[:, iu, ju] = rank
+    key[:, ju, iu] = rank
+    us, vs = _prim_forest(key)
+    merge = us >= 0  # [layer, step]
+    er = np.where(merge, key[rows[:, None], np.maximum(us, 0), vs], np.inf)  # rank of each forest edge
+    by = np.argsort(er, axis=1)  # forest edges in Kruskal order
+    us, vs, merge = (np.take_along_axis(x, by, 1) for x in (us, vs, merge))
+    lo, hi = np.minimum(us, vs).clip(0), np.maximum(us, vs)
+    deaths = np.where(merge, d[rows[:, None], lo, hi].astype(float), np.nan)  # [layer, step]
+    root = np.broadcast_to(np.arange(k), (n_layers, k)).copy()  # [layer, vertex]
+    height = np.zeros((n_layers, k), np.intp)  # union-by-rank rank of each root
+    birth = np.diagonal(d, axis1=1, axis2=2).astype(float)  # [layer, vertex]
+    births = np.full(us.shape, np.nan)  # [layer, step]
+    for step in range(us.shape[1]):
+        ok = merge[:, step]  # [layer]
+        if not ok.any():
+            break  # merges come first
+        u, v = root[rows, lo[:, step]], root[rows, hi[:, step]]
+        bu, bv = birth[rows, u], birth[rows, v]
+        births[:, step] = np.where(ok, np.maximum(bu, bv), np.nan)
+        swap = height[rows, u] > height[rows, v]
+        u, v = np.where(swap, v, u), np.where(swap, u, v)
+        root = np.where(ok[:, None] & (root == u[:, None]), v[:, None], root)
+        birth[rows, v] = np.where(ok, np.minimum(bu, bv), birth[rows, v])
+        height[rows, v] += ok & (height[rows, u] == height[rows, v])
+    return births, deaths, root, birth
+
+
+def _faithful_h1_edges(dist: np.ndarray) -> np.ndarray:
+    """The graphs :func:`_faithful_h1` builds from ``[layer, k, k]`` distances: symmetric edge values of the
+    non-zero upper triangle, ``inf`` for no edge (diagonal too)."""
+    d = dist.astype(np.float32).astype(float)
+    k = d.shape[-1]
+    present = np.triu(np.ones((k, k), bool), 1) & (d != 0)  # [layer, k, k]
+    m = np.where(present, d, np.inf)
+    return np.minimum(m, m.transpose(0, 2, 1))
+
+
+def _corrected_distance_layers(avg: np.ndarray, causal: bool) -> np.ndarray:
+    """:func:`corrected_distance` of every layer: ``[layer, n, n]``."""
+    a = avg.astype(float)
+    n = a.shape[-1]
+    fwd = np.where(observed_pairs(n, causal), a, -np.inf)  # [layer, query, key]
+    s = np.maximum(fwd, fwd.transpose(0, 2, 1))  # [layer, n, n]; -inf where neither direction is observed
+    d = np.where(s > 0, 1.0 - s, np.inf)
+    d[:, np.arange(n), np.arange(n)] = 0.0
+    return d
+
+
+def _mst_h0(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """H0 of flag filtrations with every vertex at 0, from a minimum spanning forest of each layer.
+
+    ``edges``: ``[layer, n, n]``, ``inf`` = no edge. Returns the finite deaths ``[layer, n - 1]`` in
+    increasing order (the forest's edges ``w > 0``; zero-length bars dropped; NaN-padded) and the number
+    of infinite bars ``[layer]`` (components). Ties change which forest is found, not its weights.
+    """
+    n_layers, n, _ = edges.shape
+    us, vs = _prim_forest(edges)
+    merge = us >= 0  # [layer, step]
+    w = np.where(merge, edges[np.arange(n_layers)[:, None], np.maximum(us, 0), vs], np.nan)  # [layer, step]
+    deaths = np.sort(np.where(w > 0, w, np.nan), axis=1)  # [layer, step], shortest first, NaN last
+    return deaths, n - merge.sum(1)
+
+
+def _mst_h0_layers(edges: np.ndarray) -> list[np.ndarray]:
+    """H0 diagrams of :func:`_mst_h0`, as gudhi lists them: finite bars by increasing death, then infinite ones."""
+    deaths, n_inf = _mst_h0(edges)
+    out = []
+    for layer in range(len(deaths)):
+        death = np.concatenate([deaths[layer][~np.isnan(deaths[layer])], np.full(n_inf[layer], np.inf)])
+        out.append(np.stack([np.zeros(len(death)), death], 1))
+    return out
+
+
+def _row_sums(rows: list[np.ndarray]) -> np.ndarray:
+    """``np.sum`` of each 1-D float array, with its rounding: arrays of one length are summed as the rows of one
+    matrix, which numpy reduces one row at a time with the same pairwise summation."""
+    out = np.zeros(len(rows))
+    lengths = np.array([len(r) for r in rows])
+    for m in np.unique(lengths):
+        sel = np.flatnonzero(lengths == m)
+        if m:
+            out[sel] = np.stack([rows[i] for i in sel]).sum(1)
+    return out
+
+
+def _bar_stats_layers(dgms: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_bar_stats` of each diagram: mean and max of the finite bar lengths ``[layer]``, NaN without any."""
+    lives = [d[:, 1] - d[:, 0] for d in dgms]
+    lives = [x[np.isfinite(x)] for x in lives]
+    count = np.array([len(x) for x in lives])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(count > 0, _row_sums(lives) / np.maximum(count, 1), np.nan)
+    top = np.array([x.max() if len(x) else np.nan for x in lives])
+    return mean, top
+
+
+def _betti_curves(dgms: list[np.ndarray], thresholds: np.ndarray = CURVE_THRESHOLDS) -> np.ndarray:
+    """:func:`betti_curve` of each diagram: ``[layer, threshold]``."""
+    out = np.zeros((len(dgms), len(thresholds)), np.int64)
+    for layer, dgm in enumerate(dgms):
+        if len(dgm):
+            out[layer] = betti_curve(dgm, thresholds)
+    return out
+
+
+def _h1_reduce(edges: np.ndarray) -> list[np.ndarray | None]:
+    """Shrink flag filtrations without changing their H1 diagrams: ``None`` where the diagram is empty.
+
+    ``edges``: ``[graph, n, n]`` symmetric edge values, ``inf`` = no edge (diagonal too). Vertex ``c``
+    *dominates* ``u`` when it joins ``u`` and each neighbour ``v`` of ``u`` no later than the edge
+    ``{u, v}`` (``w_cu <= w_uv`` and ``w_cv <= w_uv``): at every scale where ``u`` has an edge its link
+    is a cone, and removing ``u`` changes no H1 (elsewhere ``u`` is isolated). A leaf (one neighbour)
+    lies on no cycle and goes too. Each round takes the ``APEXES`` vertices that join the most others
+    early enough (``w_cu`` below every other edge of ``u``); if one joins all of them, the complex is
+    a cone at every scale, with no H1 at all. Otherwise the vertices the apexes dominate are removed
+    (the apexes stay, so each removal is valid in any order) and rounds repeat while they remove some.
+    """
+    e = edges.copy()  # [graph, n, n]; a removed vertex loses its edges
+    g, n, _ = e.shape
+    if n < 3:
+        return [None] * g
+    cone = np.zeros(g, bool)
+    active = np.arange(g)
+    eye = np.eye(n, dtype=bool)
+    while active.size:
+        x = e[active]  # [graph, n, n]
+        low = np.partition(x, 1, axis=2)[..., :2]  # [graph, vertex, 2]: two lightest edges
+        first = x.argmin(2)  # [graph, vertex]
+        c = np.arange(n)[None, :, None]
+        # [graph, c, u]: lightest edge of u that avoids c; every edge of u enters no earlier than {c, u}
+        avoid = np.where(first[:, None, :] == c, low[:, None, :, 1], low[:, None, :, 0])
+        joins = (x <= avoid) | ~np.isfinite(avoid) | eye[None]  # [graph, c, u]
+        count = joins.sum(2)  # [graph, c]
+        apexes = np.argsort(-count, axis=1, kind="stable")[:, :APEXES]  # [graph, apex]
+        rows = np.arange(active.size)
+        done = count[rows, apexes[:, 0]] == n
+        cone[active[done]] = True
+        xa = x[rows[:, None], apexes]  # [graph, apex, v]: edges of each apex
+        later = (xa[:, :, None, :] <= x[:, None]) | ~np.isfinite(x[:, None])  # [graph, apex, u, v]
+        later |= np.arange(n)[None, None, None, :] == apexes[:, :, None, None]
+        dominated = (joins[rows[:, None], apexes] & later.all(3)).any(1)  # [graph, u]
+        degree = np.isfinite(x).sum(2)  # [graph, u]
+        dominated = (dominated & (degree > 0)) | (degree == 1)  # a leaf lies on no cycle
+        dominated[rows[:, None], apexes] &= degree[rows[:, None], apexes] == 1  # apexes stay, unless leaves
+        dominated[done] = False
+        for i in np.flatnonzero(dominated.any(1)):
+            e[active[i], dominated[i], :] = np.inf
+            e[active[i], :, dominated[i]] = np.inf
+        active = active[~done & dominated.any(1)]
+    out: list[np.ndarray | None] = [None] * g
+    for i in np.flatnonzero(~cone):
+        keep = np.flatnonzero(np.isfinite(e[i]).any(1))  # vertices with an edge left
+        out[i] = e[i][np.ix_(keep, keep)]
+    return out
+
+
+def _h1_ripser(graphs: list[np.ndarray | None]) -> list[np.ndarray]:
+    """H1 diagrams (field Z/2, zero-length bars dropped, by increasing death) of the flag filtrations of ``graphs``.
+
+    Each graph: ``[n, n]`` symmetric edge values, ``inf`` = no edge, vertices at the start; ``None``:
+    an empty diagram. All go to ripser in one call, as one disjoint union. ripser works in float32, so
+    it gets each graph's edges as ranks (equal values share a rank, each graph its own range, below
+    2**24): a monotone relabelling, which keeps the diagram; bars are read back in the graph's values.
+    """
+    out = [np.zeros((0, 2)) for _ in graphs]
+    rows, cols, ranks, tables, firsts, owners = [], [], [], [], [], []
+    n_vertices = n_ranks = 0
+    for i, e in enumerate(graphs):
+        if e is None:
+            continue
+        iu, ju = np.nonzero(np.triu(np.isfinite(e), 1))
+        if len(iu) < 3:
+            continue  # a cycle needs three edges
+        values, inv = np.unique(e[iu, ju], return_inverse=True)
+        rows.append(iu + n_vertices)
+        cols.append(ju + n_vertices)
+        ranks.append(inv + n_ranks)
+        tables.append(values)
+        firsts.append(n_ranks)
+        owners.append(i)
+        n_vertices += e.shape[0]
+        n_ranks += len(values)
+    if not owners:
+        return out
+    if n_ranks >= 2**24:
+        raise ValueError("too many distinct edge values for exact float32 ranks")
+    res = _ripser_sparse(
+        np.concatenate(rows).astype(np.int32),
+        np.concatenate(cols).astype(np.int32),
+        np.concatenate(ranks).astype(np.float32),
+        n_vertices,
+        1,  # maxdim
+        float(n_ranks),  # threshold above every rank
+        2,  # field Z/2
+        0,  # no cocycles
+    )
+    dgm = np.asarray(res["births_and_deaths_by_dim"][1], dtype=float).reshape(-1, 2)  # [bar, (birth, death) rank]
+    table = np.concatenate([*tables, [np.inf]])  # rank -> value; n_ranks -> inf
+    which = np.searchsorted(np.asarray(firsts), dgm[:, 0], side="right") - 1  # owner slot of each bar
+    death = np.where(np.isfinite(dgm[:, 1]), dgm[:, 1], n_ranks).astype(np.intp)
+    bars = np.stack([table[dgm[:, 0].astype(np.intp)], table[death]], 1)  # [bar, 2] in the graphs' values
+    for slot, i in enumerate(owners):
+        mine = bars[which == slot]
+        out[i] = mine[np.argsort(mine[:, 1], kind="stable")]  # by death, infinite last, as gudhi finds them
+    return out
+
+
+def _faithful_fields(avg: np.ndarray, h0: list[np.ndarray], h1: list[np.ndarray]) -> np.ndarray:
+    """``[layer, field]``: :data:`FAITHFUL_FIELDS` of every layer, as :func:`faithful_layer` computes them.
+
+    ``avg``: ``[layer, query, key]`` float32. Its statistics are taken per layer over the flattened
+    matrix (numpy reduces each row of ``[layer, query * key]`` as it reduces one matrix).
+    """
+    n_layers, n, _ = avg.shape
+    flat = np.ascontiguousarray(avg).reshape(n_layers, n * n)  # [layer, query * key]
+    idx = subsample_indices(n)[1:]
+    # C-contiguous rows: numpy sums along the fast axis pairwise, as it sums one 1-D array
+    diag = np.ascontiguousarray(np.diagonal(avg, axis1=1, axis2=2)[:, idx])  # [layer, sampled token]
+    self_att = diag.mean(1).astype(float) if idx.size else np.full(n_layers, np.nan)
+    d0a, d0m = _bar_stats_layers(h0)
+    d1a, d1m = _bar_stats_layers(h1)
+    count0 = np.array([len(d) for d in h0], float)
+    count1 = np.array([len(d) for d in h1], float)
+    stats = [flat.mean(1), flat.max(1), flat.min(1), flat.std(1)]
+    return np.stack([count0, count1, d0a, d0m, d1a, d1m, *(s.astype(float) for s in stats), self_att], 1)
+
+
 # ----------------------------------------------------------------------------- per-sample reducer
 
 
@@ -370,32 +708,48 @@ class TopologyReducer:
         }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
-        require_finite(attn)
         if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
+            require_finite(attn)
             raise ValueError(f"attention must be [layer, head, query, key], got {tuple(attn.shape)}")
-        a = attn.float()
-        n_layers, n = a.shape[0], a.shape[-1]
-        fa = a[..., : self.max_tokens, : self.max_tokens] if causal else a
-        favg = fa.mean(1).numpy()  # [layer, query, key] (faithful input)
-        avg = a.mean(1).numpy()  # [layer, query, key]
-        per_layer = [faithful_layer(favg[layer]) for layer in range(n_layers)]
-        faithful = np.array([[d[f] for f in FAITHFUL_FIELDS] for d in per_layer])  # [layer, field]
-        b0, b1, tp0, tp1, nb1, mp1 = [], [], [], [], [], []
-        for layer in range(n_layers):
-            c = corrected_layer(avg[layer], causal)
-            b0.append(c.betti0)
-            b1.append(c.betti1)
-            tp0.append(c.total_persistence(0))
-            tp1.append(c.total_persistence(1))
-            nb1.append(len(c.h1))
-            mp1.append(float((np.minimum(c.h1[:, 1], c.max_scale) - c.h1[:, 0]).max()) if len(c.h1) else 0.0)
+        with single_torch_thread():  # small reductions: a thread pool only adds waiting on a busy machine
+            a = attn.detach().cpu().float()
+            if not np.isfinite(a.numpy()).all():
+                require_finite(attn)  # raises, naming the layers
+            n_layers, n = a.shape[0], a.shape[-1]
+            fa = a[..., : self.max_tokens, : self.max_tokens] if causal else a
+            favg = fa.mean(1).numpy()  # [layer, query, key] (faithful input)
+            avg = a.mean(1).numpy()  # [layer, query, key]
+            faithful_top = faithful_top_keys(fa).to(torch.int16)  # [layer, head]
+            corrected_top = corrected_top_keys(a, causal).to(torch.int16)  # [layer, head]
+        sub = subsample_indices(favg.shape[-1])
+        fdist = (np.float32(1.0) - favg)[:, sub][:, :, sub]  # [layer, point, point]
+        max_scale = 1.0 - float(CURVE_THRESHOLDS.min())
+        cedges = _corrected_distance_layers(avg, causal)  # [layer, n, n]
+        cedges = np.where(cedges <= max_scale, cedges, np.inf)  # edges of the cut filtration
+        cedges[:, np.arange(n), np.arange(n)] = np.inf
+        h1 = _h1_ripser(_h1_reduce(_faithful_h1_edges(fdist)) + _h1_reduce(cedges))
+        f_h1, c_h1 = h1[:n_layers], h1[n_layers:]
+        faithful = _faithful_fields(favg, _ripser_h0_layers(fdist), f_h1)  # [layer, field]
+        deaths, n_inf = _mst_h0(cedges)  # [layer, step], [layer]
+        r = 1.0 - CURVE_THRESHOLDS  # [threshold]: scales
+        b0 = n_inf[:, None] + (deaths[:, :, None] > r).sum(1)  # [layer, threshold]
+        # each bar cut at the largest scale, in gudhi's order (finite by increasing death, then the infinite ones)
+        cut = [np.concatenate([x[~np.isnan(x)], np.full(k, max_scale)]) for x, k in zip(deaths, n_inf, strict=True)]
+        tp0 = _row_sums(cut)
+        tp1 = np.zeros(n_layers)
+        mp1 = np.zeros(n_layers)
+        for layer in np.flatnonzero([len(d) for d in c_h1]):
+            tp1[layer] = total_persistence(c_h1[layer], max_scale)
+            mp1[layer] = float((np.minimum(c_h1[layer][:, 1], max_scale) - c_h1[layer][:, 0]).max())
+        b1 = _betti_curves(c_h1)  # [layer, threshold]
+        nb1 = [len(d) for d in c_h1]
         return {
             "n_tokens": torch.tensor(n),
             "faithful": torch.tensor(faithful, dtype=torch.float32),  # [layer, field]
-            "faithful_top": faithful_top_keys(fa).to(torch.int16),  # [layer, head]
-            "corrected_top": corrected_top_keys(a, causal).to(torch.int16),  # [layer, head]
-            "betti0_curve": torch.tensor(np.array(b0), dtype=torch.int16),  # [layer, threshold]
-            "betti1_curve": torch.tensor(np.array(b1), dtype=torch.int16),  # [layer, threshold]
+            "faithful_top": faithful_top,  # [layer, head]
+            "corrected_top": corrected_top,  # [layer, head]
+            "betti0_curve": torch.tensor(b0, dtype=torch.int16),  # [layer, threshold]
+            "betti1_curve": torch.tensor(b1, dtype=torch.int16),  # [layer, threshold]
             "total_persistence0": torch.tensor(tp0, dtype=torch.float32),  # [layer]
             "total_persistence1": torch.tensor(tp1, dtype=torch.float32),  # [layer]
             "h1_bars": torch.tensor(nb1, dtype=torch.int16),  # [layer]
