@@ -21,6 +21,7 @@ from .. import paper, stats
 from ..extraction import capture
 from ..metrics import geometry, values
 from ..tensors import require_finite
+from ..threads import single_torch_thread
 from ..types import MODES, Mode, RunOptions, check_mode
 from .base import ModelResult, Results, each_model, register_tables
 
@@ -36,21 +37,32 @@ VALUE_COLUMNS = ["entropy", "magnitude", "alignment", "entropy_magnitude", "rela
                  "reference_count"]
 
 
+def _require_finite(x: torch.Tensor, what: str) -> None:
+    """:func:`tensors.require_finite` with a one-pass fast path: a finite sum proves every entry finite
+    (NaN and inf propagate through a sum); only otherwise (or on overflow) is the entrywise check run."""
+    if not bool(torch.isfinite(x.sum())):
+        require_finite(x, what)
+
+
 @dataclass(frozen=True)
 class GeometryValuesReducer:
     """Per sample: geometry ``[layer, head]`` and value-space measures in both modes."""
 
     name: str = "geometry_values"
-    version: int = 1
+    version: int = 2
 
     def key(self) -> dict[str, Any]:
         return {"reducer": self.name, "version": self.version}
 
     def __call__(self, cap: capture.SampleCapture, causal: bool) -> dict[str, torch.Tensor]:
+        with single_torch_thread():
+            return self._reduce(cap, causal)
+
+    def _reduce(self, cap: capture.SampleCapture, causal: bool) -> dict[str, torch.Tensor]:
         for name in ("attention", "query", "key", "value", "output_heads", "output"):
-            require_finite(getattr(cap, name), name)
+            _require_finite(getattr(cap, name), name)
         if cap.hidden is not None:
-            require_finite(cap.hidden, "hidden states")
+            _require_finite(cap.hidden, "hidden states")
         out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(cap.n_tokens)}
         if cap.n_tokens >= 3:
             out.update(geometry.geometry_summary(cap.query_pre, cap.query, cap.key_pre, cap.key, cap.scaling, causal))

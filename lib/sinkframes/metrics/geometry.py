@@ -131,6 +131,19 @@ def logit_decomposition(
     return {name: v[..., rows].mean(-1) for name, v in out.items()}
 
 
+def _unit(x: torch.Tensor) -> torch.Tensor:
+    """``x`` divided by its norm along the last dim (at least ``_EPS``), as :func:`cosines` does."""
+    return x / x.norm(dim=-1, keepdim=True).clamp_min(_EPS)
+
+
+def _row_mean(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """Mean over the last dim restricted to ``rows``; a slice (no copy) when they form one run."""
+    idx = torch.nonzero(rows).flatten()
+    if idx.numel() and int(idx[-1]) - int(idx[0]) + 1 == idx.numel():
+        return x[..., int(idx[0]) : int(idx[-1]) + 1].mean(-1)
+    return x[..., rows].mean(-1)
+
+
 def geometry_summary(
     query_pre: torch.Tensor,
     query: torch.Tensor,
@@ -139,10 +152,59 @@ def geometry_summary(
     scaling: torch.Tensor | float,
     causal: bool,
 ) -> dict[str, torch.Tensor]:
-    """All geometry measures of one sample; ``[layer, head]`` (key norms ``[layer, kv_head]``)."""
-    out: dict[str, torch.Tensor] = dict(key_norms(key, causal))
-    for tag, (q, k) in {"pre": (query_pre, key_pre), "post": (query, key)}.items():
-        for name, v in sink_alignment(q, k, causal).items():
-            out[f"{name}_{tag}"] = v
-    out.update(logit_decomposition(query, key, scaling, causal))
-    return out
+    """All geometry measures of one sample; ``[layer, head]`` (key norms ``[layer, kv_head]``).
+
+    The values of :func:`key_norms`, :func:`sink_alignment` (before and after RoPE, suffixes ``_pre`` and
+    ``_post``) and :func:`logit_decomposition`, computed together so that nothing is computed twice (the
+    cosines after RoPE serve both the alignment and the logit split, key norms are taken once per KV head).
+    The same arithmetic as those functions on the same shapes, so the same numbers to the bit.
+    """
+    _check(query, key)
+    _check(query_pre, key_pre)
+    n = query.shape[-2]
+    group = query.shape[1] // key.shape[1]
+    m = other_key_mask(n, causal).float()  # [query, key]
+    cnt = m.sum(-1)  # [query]
+    rows = cnt > 0  # queries with at least one other key
+    if not rows.any():
+        raise ValueError("no query has a key other than position 0 (need at least 3 tokens in a causal model)")
+    cnt = cnt.clamp_min(1)
+    out: dict[str, torch.Tensor] = {}
+    for tag, (q, k) in {"pre": (query_pre.float(), key_pre.float()), "post": (query.float(), key.float())}.items():
+        k_h = expand_kv(k, q.shape[1])  # [layer, head, key, dim]
+        cos = _unit(q) @ _unit(k_h).transpose(-1, -2)  # [layer, head, query, key]
+        cbar = (cos * m).sum(-1) / cnt  # [layer, head, query]: mean cosine to the other keys
+        out[f"cos_to_sink_{tag}"] = cos[..., 1:, 0].mean(-1)
+        out[f"cos_to_others_{tag}"] = _row_mean(cbar, rows)
+        if tag == "pre":
+            continue
+        kn = k.norm(dim=-1)  # [layer, kv_head, key]
+        seen = m.sum(0) > 0  # [key]: keys some query sees as an other key
+        other = kn[..., seen].mean(-1) if seen.any() else kn[..., 1:].mean(-1)
+        out.update(key0_norm=kn[..., 0], other_key_norm=other, key_norm_ratio=kn[..., 0] / other.clamp_min(_EPS))
+        s = torch.as_tensor(scaling, dtype=torch.float32)
+        s = s.reshape(-1, 1, 1) if s.dim() else s  # per layer, broadcast over [head, query]
+        qn = q.norm(dim=-1)  # [layer, head, query]
+        kn_h = kn.repeat_interleave(group, dim=1)  # [layer, head, key]
+        kbar = (kn_h.unsqueeze(-2) * m).sum(-1) / cnt  # [layer, head, query]: mean norm of the other keys
+        log_kn = kn_h.clamp_min(_EPS).log()  # [layer, head, key]
+        logk_bar = (log_kn.unsqueeze(-2) * m).sum(-1) / cnt  # [layer, head, query]
+        a0 = kn_h[..., 0:1].expand_as(kbar)  # [layer, head, query]
+        b0 = cos[..., 0]  # [layer, head, query]
+        scale = s * qn  # [layer, head, query]
+        logits = (s.unsqueeze(-1) if s.dim() else s) * (q @ k_h.transpose(-1, -2))  # [layer, head, query, key]
+        per_query = {
+            "sink_logit": logits[..., 0],
+            "other_logit": (logits * m).sum(-1) / cnt,
+            "log_query_norm": qn.clamp_min(_EPS).log(),
+            "log_sink_key_norm": log_kn[..., 0:1].expand_as(kbar),
+            "sink_cos": b0,
+            "log_key_norm_ratio": log_kn[..., 0:1] - logk_bar,
+            "norm_part": scale * (a0 - kbar) * (b0 + cbar) / 2,
+            "alignment_part": scale * (b0 - cbar) * (a0 + kbar) / 2,
+            "typical_logit": scale * kbar * cbar,
+        }
+        stacked = _row_mean(torch.stack(list(per_query.values())), rows)  # [measure, layer, head]
+        out.update(zip(per_query, stacked.unbind(0), strict=True))
+    first = ["key0_norm", "other_key_norm", "key_norm_ratio"]  # the order of the separate functions
+    return {name: out[name] for name in first + [k for k in out if k not in first]}

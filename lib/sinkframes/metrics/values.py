@@ -96,8 +96,16 @@ def faithful_magnitude(pre: torch.Tensor, post: torch.Tensor) -> torch.Tensor:
     """
     pre = torch.nan_to_num(pre.double(), nan=0.0, posinf=0.0, neginf=0.0)
     post = torch.nan_to_num(post.double(), nan=0.0, posinf=0.0, neginf=0.0)
-    m = torch.maximum(pre.abs().amax((-1, -2)), post.abs().amax((-1, -2)))  # [layer]
-    f = torch.where(m > 1e3, 1e3 / m.clamp_min(1e-300), torch.ones_like(m)).view(-1, 1, 1)
+    return _magnitude(pre, post, pre.abs().amax((-1, -2)), post.abs().amax((-1, -2)))
+
+
+def _magnitude(pre: torch.Tensor, post: torch.Tensor, pre_peak: torch.Tensor, post_peak: torch.Tensor) -> torch.Tensor:
+    """:func:`faithful_magnitude` on cleaned float64 states whose per-layer largest ``|entry|`` is known."""
+    m = torch.maximum(pre_peak, post_peak)  # [layer]
+    big = m > 1e3
+    if not bool(big.any()):  # the scale factor is 1 everywhere: skip two passes that would change nothing
+        return (post - pre).clamp(-1e3, 1e3).norm(dim=-1).clamp(0, 1e6).float()
+    f = torch.where(big, 1e3 / m.clamp_min(1e-300), torch.ones_like(m)).view(-1, 1, 1)
     delta = (post * f - pre * f).clamp(-1e3, 1e3)
     return delta.norm(dim=-1).clamp(0, 1e6).float()
 
@@ -134,11 +142,18 @@ def faithful_alignment(avg_attn: torch.Tensor, hidden: torch.Tensor) -> torch.Te
 
 def corrected_alignment(attn: torch.Tensor, value: torch.Tensor, causal: bool) -> torch.Tensor:
     """``[layer, head]``: Pearson over the pairs a query can see (``i > j`` causal, ``i != j``
-    otherwise) of (``A^h_ij``, ``cos(v_i, v_j)``) with the head's own value vectors."""
-    v = expand_kv(value, attn.shape[1])  # [layer, head, token, dim]
-    n = attn.shape[-1]
-    s = cosine_matrix(v)  # [layer, head, token, token]
-    return pearson(attn.flatten(-2), s.flatten(-2), eligible_pairs(n, causal).flatten())
+    otherwise) of (``A^h_ij``, ``cos(v_i, v_j)``) with the head's own value vectors.
+
+    The cosines are computed once per KV head and broadcast over the query heads that read it.
+    """
+    layers, heads, n, _ = attn.shape
+    kv = value.shape[1]
+    if heads % kv:
+        raise ValueError(f"{heads} query heads cannot share {kv} KV heads evenly")
+    s = cosine_matrix(value)  # [layer, kv_head, token, token]
+    a = attn.reshape(layers, kv, heads // kv, n * n)  # [layer, kv_head, group, pair]
+    r = pearson(a, s.reshape(layers, kv, 1, n * n), eligible_pairs(n, causal).flatten())  # [layer, kv_head, group]
+    return r.reshape(layers, heads)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,10 +186,17 @@ def faithful_decomposition(avg_attn: torch.Tensor, hidden_in: torch.Tensor) -> d
     relative magnitude ``clip(|r|/|y|, 0, 1)``, directional guidance ``(cos(r, y) + 1)/2``,
     information change ``|y - u|`` (= ``|r|``). Reference tokens get (0.5, 0.5, 0), averaged in.
     """
-    a = torch.nan_to_num(avg_attn.double(), nan=0.0, posinf=1.0)
     x = torch.nan_to_num(hidden_in.double(), nan=0.0, posinf=0.0, neginf=0.0)
-    mx = x.abs().amax((-1, -2), keepdim=True)  # [layer, 1, 1]
-    x = torch.where(mx > 1e5, x * (1e5 / mx.clamp_min(1e-300)), x)
+    return _decomposition(avg_attn, x, x.abs().amax((-1, -2)))
+
+
+def _decomposition(avg_attn: torch.Tensor, x: torch.Tensor, peak: torch.Tensor) -> dict[str, torch.Tensor]:
+    """:func:`faithful_decomposition` on cleaned float64 states ``x`` whose per-layer largest ``|entry|``
+    (``peak [layer]``) is known; rescaled only where the rule acts."""
+    a = torch.nan_to_num(avg_attn.double(), nan=0.0, posinf=1.0)
+    mx = peak.view(-1, 1, 1)  # [layer, 1, 1]
+    if bool((mx > 1e5).any()):
+        x = torch.where(mx > 1e5, x * (1e5 / mx.clamp_min(1e-300)), x)
     refs = faithful_reference_set(a)  # [layer, token]
     rs = a.sum(-1, keepdim=True)
     at = torch.where(rs > 1e-10, a / rs.clamp_min(1e-300), torch.zeros_like(a))  # row-renormalized
@@ -251,14 +273,16 @@ def faithful_summary(attn: torch.Tensor, hidden: torch.Tensor) -> dict[str, torc
         raise ValueError("faithful value-space measures need the hidden states [layer + 1, token, hidden]")
     avg = torch.nan_to_num(attn.float().mean(1), nan=0.0)  # [layer, query, key]
     h_tok = row_entropy(avg, "faithful")  # [layer, query]
-    mag = faithful_magnitude(hidden[:-1], hidden[1:])  # [layer, token]
+    x = torch.nan_to_num(hidden.double(), nan=0.0, posinf=0.0, neginf=0.0)  # [layer + 1, token, hidden]
+    peak = x.abs().amax((-1, -2))  # [layer + 1]: shared by the magnitude and decomposition rescale rules
+    mag = _magnitude(x[:-1], x[1:], peak[:-1], peak[1:])  # [layer, token]
     out = {
         "entropy": h_tok.mean(-1),
         "magnitude": mag.mean(-1),
         "alignment": faithful_alignment(avg, hidden[:-1]),
         "entropy_magnitude": pearson(h_tok, mag),
     }
-    out.update(faithful_decomposition(avg, hidden[:-1]))
+    out.update(_decomposition(avg, x[:-1], peak[:-1]))
     return out
 
 
