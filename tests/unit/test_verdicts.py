@@ -108,6 +108,27 @@ def test_boot_on_constant_data_has_a_zero_width_interval_and_bootstraps_the_whol
     assert V.boot(x, lambda m: math.nan).undetermined
 
 
+def test_boot_resamples_exactly_as_one_draw_per_replicate(monkeypatch):
+    from sinkframes.verdicts import measures
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(23, 5, 3))  # [sample, layer, head]
+    x[x > 1.5] = np.nan
+    stat = lambda m: float(np.nanmax(m))  # noqa: E731
+
+    def one_by_one(seed: int, n_boot: int) -> np.ndarray:
+        g = np.random.default_rng(seed)
+        draws = np.array([stat(np.nanmean(x[g.integers(0, 23, 23)], 0)) for _ in range(n_boot)])
+        alpha = (1 - 0.95) / 2
+        return np.array([np.quantile(draws, alpha), np.quantile(draws, 1 - alpha)])
+
+    want = one_by_one(7, 300)
+    for chunk in (1, 7 * x.size, 10**9):  # replicates resampled one, seven or all at a time
+        monkeypatch.setattr(measures, "BOOT_CHUNK_VALUES", chunk)
+        e = V.boot(x, stat, seed=7, n_boot=300)
+        assert (e.low, e.high) == tuple(want)
+
+
 def test_uniform_and_dense_nulls_have_the_model_shapes():
     a = V.uniform_attention(5, 2, 3, causal=True)
     assert a.shape == (2, 3, 5, 5) and torch.allclose(a.sum(-1), torch.ones(2, 3, 5))

@@ -25,6 +25,8 @@ from ..types import Mode
 from .verdict import Estimate
 
 N_BOOT = 1000
+#: values of the resampled array built at once by :func:`boot` (about 128 MB of float64)
+BOOT_CHUNK_VALUES = 2**24
 BOOT = "95 % bootstrap over sentences"
 LAYER_RANGE = "range of the layer means"
 NO_INTERVAL = "none (a population value)"
@@ -69,8 +71,10 @@ def boot(x: np.ndarray, stat: Callable[[np.ndarray], float], seed: int = 0, n_bo
         value = float(stat(np.nanmean(x, 0)))
         if n < 2:
             return Estimate(value, value, value, n=n, interval="none (one sentence)", undetermined=math.isnan(value))
-        rng = np.random.default_rng(seed)
-        draws = np.array([stat(np.nanmean(x[rng.integers(0, n, n)], 0)) for _ in range(n_boot)], dtype=float)
+        idx = np.random.default_rng(seed).integers(0, n, (n_boot, n))  # [boot, sample]: the same draws one by one
+        chunk = max(1, BOOT_CHUNK_VALUES // max(1, x.size))  # replicates resampled at once, memory bounded
+        means = np.concatenate([np.nanmean(x[idx[i : i + chunk]], 1) for i in range(0, n_boot, chunk)])  # [boot, ...]
+        draws = np.array([stat(m) for m in means], dtype=float)
     ok = draws[~np.isnan(draws)]
     kind = BOOT if level == 0.95 else f"{level:.1%} bootstrap over sentences"
     if math.isnan(value) or ok.size < 0.95 * n_boot:
