@@ -6,10 +6,14 @@
    ``min(8, n)`` sentences, against a plain forward pass, one sentence at a time, over the same
    sentences.
 
-Usage: python bench/bench_information.py [--model smollm2] [--n 100]
+Usage: python bench/bench_information.py [--model smollm2] [--n 100] [--skip-fisher]
+
+``--skip-fisher`` times the first part only.
 """
 
 from __future__ import annotations
+
+import sys
 
 import torch
 
@@ -22,11 +26,16 @@ N_FISHER = 8
 
 
 def main() -> None:
+    skip_fisher = "--skip-fisher" in sys.argv
+    if skip_fisher:  # the shared argument parser does not know this flag
+        sys.argv.remove("--skip-fisher")
     args = arguments(default_n=100)
     forward_s, atts, causal = forward_attention(args.model, args.n, args.batch_size, args.seed)
     reducer = InformationReducer()
     suite_s, _ = timed(lambda: [reducer(a, causal) for a in atts])
     report("information_kl_concentration", args.model, args.n, forward_s, suite_s)
+    if skip_fisher:
+        return
 
     n_fisher = min(N_FISHER, args.n)
     texts = corpus.sample_sentences(n_fisher, seed=args.seed)["text"].tolist()

@@ -231,3 +231,102 @@ def test_reducer_agrees_with_public_functions():
     assert torch.isnan(out["p90/faithful/reduction"][[i for i in range(layers) if i not in off]]).all()
     torch.testing.assert_close(out["p90/corrected/reduction"], c.float(), atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(out["p90/mass_first4"], inf.sink_mass_share(a, cols, 4).float())
+
+
+# ---------------------------------------------------------------------------------------------
+# the reducer against its first, direct implementation
+
+
+def _reference_summary(attn: torch.Tensor, causal: bool, dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
+    """``InformationReducer`` as first written: one masked, renormalized copy of the attention per rule
+    and mode. ``dtype`` is the precision of the corrected rows (float32 as first written; float64
+    leaves only the difference in arithmetic)."""
+    a = attn.float()
+    n_layers, n = a.shape[0], a.shape[-1]
+    out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(n)}
+    probs = inf._row_probs(a, False, dtype)  # [layer, head, query, key]
+    before_rows = inf.divergence_rows(probs)  # [layer, head, query]
+    f_layers = torch.tensor(inf.official_layers(n_layers))
+    f_probs = inf._row_probs(a[f_layers][:, :, inf.faithful_rows(n)], True)  # [official layer, head, row, key]
+    f_before = inf.inter_head_divergence(f_probs).mean(-1)
+    colmass = a.double().sum(-2)  # [layer, head, key]
+    for rule, cols in inf.sink_sets(a, causal).items():
+        out[f"{rule}/n_sinks"] = cols.sum(-1)
+        out[f"{rule}/has_first"] = cols[:, 0]
+        out[f"{rule}/mass_all_heads"] = inf._mass_share(colmass, cols).float()
+        out[f"{rule}/mass_first4"] = inf._mass_share(colmass[:, : inf.FAITHFUL_HEADS], cols).float()
+        ch = inf._corrected_change(probs, cols, before_rows)
+        out[f"{rule}/corrected/before"] = ch["before"].float()
+        out[f"{rule}/corrected/reduction"] = ch["reduction"].float()
+        fch = inf._faithful_change(f_probs, cols[f_layers], f_before)
+        for name in ("before", "reduction"):
+            full = torch.full((n_layers,), float("nan"))
+            full[f_layers] = fch[name].float()
+            out[f"{rule}/faithful/{name}"] = full
+    return out
+
+
+def _random_attention(seed: int, layers: int, heads: int, n: int, causal: bool) -> torch.Tensor:
+    """Seeded softmax attention ``[layer, head, query, key]`` with sink-like columns (key 0 everywhere,
+    key n // 2 in some heads), one head of one layer all on key 0 (rows that lose all their mass when
+    key 0 is removed, float16 zeros elsewhere) and, when causal, the causal mask."""
+    g = torch.Generator().manual_seed(seed)
+    logits = 2.0 * torch.randn(layers, heads, n, n, generator=g)
+    logits[..., 0] += 4.0
+    logits[:, : max(1, heads // 2), :, n // 2] += 3.0
+    if causal:
+        logits = logits.masked_fill(~torch.tril(torch.ones(n, n, dtype=torch.bool)), float("-inf"))
+    a = torch.softmax(logits, -1)
+    a[0, heads - 1] = 0.0
+    a[0, heads - 1, :, 0] = 1.0
+    return a
+
+
+KL_KEYS = ("corrected/before", "corrected/reduction", "faithful/before", "faithful/reduction")
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("shape", [(3, 4, 5), (4, 3, 20), (8, 5, 21), (30, 9, 33), (7, 4, 70)])
+def test_reducer_matches_the_direct_computation(causal, shape):
+    layers, heads, n = shape
+    a = _random_attention(sum(shape) + causal, layers, heads, n, causal)
+    out = inf.InformationReducer()(a, causal)
+    first = _reference_summary(a, causal)  # float32 corrected rows, as first written
+    exact = _reference_summary(a, causal, torch.float64)
+    assert list(out) == list(first)
+    for key, value in out.items():
+        assert value.dtype == first[key].dtype and value.shape == first[key].shape, key
+        if key.endswith(KL_KEYS):  # float64 sums regrouped: equal to rounding
+            torch.testing.assert_close(value, exact[key], rtol=1e-6, atol=1e-7, equal_nan=True, msg=key)
+            torch.testing.assert_close(value, first[key], rtol=1e-4, atol=2e-6, equal_nan=True, msg=key)
+        else:  # sink sets and masses: the same arithmetic
+            assert torch.equal(value.nan_to_num(), first[key].nan_to_num()), key
+            assert torch.equal(value.isnan(), first[key].isnan()) if value.is_floating_point() else True
+
+
+def test_reducer_edge_cases_match_the_direct_computation():
+    """All columns sinks (uniform bidirectional attention: every percentile keeps every key), rows
+    without any mass, and layers without sinks give the same values (or NaN) as first written."""
+    n = 24
+    uniform = torch.full((3, 4, n, n), 1.0 / n)
+    a = _random_attention(5, 3, 4, n, False)
+    a[1, 2, 3] = 0.0  # a row with no mass: uniform before anything is removed
+    a[2] = 1.0 / n  # a layer whose incoming mass is flat
+    for att, causal in ((uniform, False), (a, False), (_random_attention(6, 3, 4, n, True), True)):
+        out = inf.InformationReducer()(att, causal)
+        exact = _reference_summary(att, causal, torch.float64)
+        for key in out:
+            torch.testing.assert_close(out[key], exact[key], rtol=1e-6, atol=1e-7, equal_nan=True, msg=key)
+    out = inf.InformationReducer()(uniform, False)
+    assert torch.isnan(out["p80/faithful/reduction"]).all() and torch.isnan(out["p80/corrected/reduction"]).all()
+
+
+def test_reducer_refuses_nonfinite_attention():
+    from sinkframes.tensors import NonFiniteInputError
+
+    a = _random_attention(1, 3, 2, 6, True)
+    a[1, 0, 2, 1] = float("nan")
+    with pytest.raises(NonFiniteInputError, match=r"layers \[1\]"):
+        inf.InformationReducer()(a, True)
+    with pytest.raises(ValueError, match="layer, head, query, key"):
+        inf.InformationReducer()(torch.zeros(3, 4, 5), True)

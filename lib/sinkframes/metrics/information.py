@@ -23,6 +23,7 @@ quantity is how different the heads are from their average, not how uniform each
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,8 +71,11 @@ def percentile_sinks(attn: torch.Tensor, q: float) -> torch.Tensor:
     above its ``q``-quantile (linear interpolation, as ``numpy.percentile``). Official rule."""
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"q must be in [0, 1], got {q}")
-    a = _check(attn).double()
-    incoming = a.sum(dim=(1, 2))  # [layer, key]
+    return _percentile_columns(_check(attn).double().sum(dim=(1, 2)), q)
+
+
+def _percentile_columns(incoming: torch.Tensor, q: float) -> torch.Tensor:
+    """``[layer, key]`` bool from the incoming mass ``[layer, key]``: at or above its ``q``-quantile."""
     tau = torch.quantile(incoming, q, dim=-1, keepdim=True)  # [layer, 1]
     return incoming >= tau
 
@@ -216,6 +220,71 @@ def _mass_share(colmass: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
     return (on / total.where(total > 0, torch.ones_like(total))).mean(-1)
 
 
+#: a floor for the head-mean weights before their log: far below any positive weight float32 attention
+#: can produce, so only exact zeros (columns no head attends to, whose terms are all 0) are moved
+_LOG_FLOOR = 1e-300
+
+
+def _removal_divergences(
+    x: torch.Tensor, keep: torch.Tensor, row_layer: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row divergences ``KL(P'_h || mean_h P'_h) - log H`` after zeroing columns, for several column sets at once.
+
+    ``x`` ``[row, head, key]`` float64 non-negative weights of any row scale (rows are renormalized;
+    a row with no mass at all is uniform, as :func:`_row_probs`); ``keep`` ``[layer, key, set]`` bool
+    the columns each set keeps (set 0 must keep every column); ``row_layer`` ``[row]`` each row's layer.
+    With ``s_h = sum_k keep_k x_hk`` and ``u_k = sum_h x_hk / s_h`` on the kept columns the head mean
+    is ``u / H``, so
+
+        ``KL_h - log H = (A_h - C_h) / s_h - log s_h``,  ``A_h = sum_k keep_k x_hk log x_hk``,
+        ``C_h = sum_k keep_k x_hk log u_k``:
+
+    batched matrix products instead of a masked, renormalized copy of the attention per set (``log H``
+    is added by the caller, after the means). A head that keeps no mass (``s_h = 0``, "dead") counts
+    as uniform over the kept columns (the official fallback, :func:`remove_columns` with
+    ``"uniform"``); ``dead`` says where, so that the corrected mode can drop those rows instead. No
+    kept column at all gives NaN. Returns ``kl`` and ``dead``, each ``[row, head, set]``.
+    """
+    k = keep.double()[row_layer]  # [row, key, set]
+    kept = keep.sum(1).double()[row_layer]  # [row, set]
+    s = x @ k  # [row, head, set]
+    if not bool((s[..., 0] > 0).all()):  # rows without mass are uniform before anything is removed
+        x = torch.where((s[..., :1] > 0), x, torch.ones_like(x))
+        s = x @ k
+    dead = s <= 0  # [row, head, set]
+    inv = torch.where(dead, 0.0, s.reciprocal())  # [row, head, set]
+    u = x.transpose(1, 2) @ inv  # [row, key, set]: sum over live heads of x_hk / s_h
+    some_dead = bool(dead.any())
+    if some_dead:  # dead heads add 1 / K to every kept column
+        u = u + (dead.sum(1) / kept)[:, None, :]
+    log_u = u.clamp_min_(_LOG_FLOOR).log_().mul_(k)  # [row, key, set]; 0 off the kept columns
+    kl = (torch.special.xlogy(x, x) @ k - x @ log_u).mul_(inv).sub_(s.log())  # [row, head, set]
+    if some_dead:
+        uniform = -kept.log() - log_u.sum(1) / kept  # [row, set]
+        kl = torch.where(dead, uniform[:, None, :], kl)
+    return kl.masked_fill_(~(kept > 0)[:, None, :], float("nan")), dead
+
+
+def _corrected_summary(kl: torch.Tensor, dead: torch.Tensor, cols: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Corrected ``before`` and ``reduction`` ``[layer, rule]`` from :func:`_removal_divergences` on every
+    row (``kl``, ``dead`` ``[layer, query, head, set]``, set 0 removing nothing; ``log H`` not yet added)
+    and the sinks ``[layer, key, rule]``.
+
+    The same rules as :func:`_corrected_change`: a row counts before removal when head 0 keeps mass,
+    after removal when every head does; no sink, or no row left, gives NaN."""
+    n_heads = kl.shape[2]
+    defined = ~dead[:, :, 0, 1:]  # [layer, query, rule]
+    usable = ~dead[..., 1:].any(2, keepdim=True)  # [layer, query, 1, rule]
+    before_sum = kl[..., 0].transpose(1, 2) @ defined.double()  # [layer, head, rule]
+    before = (before_sum / defined.sum(1)[:, None, :]).mean(1) + math.log(n_heads)  # [layer, rule]
+    after_sum = torch.where(usable, kl[..., 1:], 0.0).sum(1)  # [layer, head, rule]
+    after = (after_sum / usable.sum(1)).mean(1) + math.log(n_heads)
+    none = ~cols.any(1) | ~defined.any(1)  # [layer, rule]
+    before = before.masked_fill(none, float("nan"))
+    after = after.masked_fill(none, float("nan"))
+    return {"before": before, "after": after, "reduction": before - after}
+
+
 # ---------------------------------------------------------------------------------------------
 # streaming reducer and tables
 
@@ -229,7 +298,7 @@ class InformationReducer:
     """
 
     name: str = "information"
-    version: int = 1
+    version: int = 2
 
     def key(self) -> dict:
         return {
@@ -242,29 +311,51 @@ class InformationReducer:
         }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
-        require_finite(attn)
-        a = _check(attn).float()
-        n_layers, n = a.shape[0], a.shape[-1]
-        out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(n)}
-        # shared work: corrected row divergences once; faithful only on its layers and 20 rows
-        probs = _row_probs(a, False, torch.float32)  # [layer, head, query, key]; float32 is ample here
-        before_rows = divergence_rows(probs)  # [layer, head, query]
+        if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
+            require_finite(attn)
+            _check(attn)
+        a = attn.float()
+        n_layers, n_heads, n = a.shape[0], a.shape[1], a.shape[-1]
+        head_mean = a.mean(1, keepdim=True)  # [layer, 1, query, key]
+        if not bool(torch.isfinite(head_mean.sum())):  # NaN and inf reach the sum; a finite overflow passes below
+            require_finite(attn)
         f_layers = torch.tensor(official_layers(n_layers))
-        f_probs = _row_probs(a[f_layers][:, :, faithful_rows(n)], True)  # [official layer, head, row, key]
-        f_before = inter_head_divergence(f_probs).mean(-1)
-        colmass = a.double().sum(-2)  # [layer, head, key]
-        for rule, cols in sink_sets(a, causal).items():
-            out[f"{rule}/n_sinks"] = cols.sum(-1)
-            out[f"{rule}/has_first"] = cols[:, 0]
-            out[f"{rule}/mass_all_heads"] = _mass_share(colmass, cols).float()
-            out[f"{rule}/mass_first4"] = _mass_share(colmass[:, :FAITHFUL_HEADS], cols).float()
-            ch = _corrected_change(probs, cols, before_rows)
-            out[f"{rule}/corrected/before"] = ch["before"].float()
-            out[f"{rule}/corrected/reduction"] = ch["reduction"].float()
-            fch = _faithful_change(f_probs, cols[f_layers], f_before)
-            for name in ("before", "reduction"):
+        rows = faithful_rows(n)
+        n_rows = n_layers * n
+        # every row both modes use, in one float64 batch: corrected [layer x query] then faithful
+        # [official layer x official row] in float16 precision (as the official code held them)
+        x = torch.empty(n_rows + len(f_layers) * len(rows), n_heads, n, dtype=torch.float64)  # [row, head, key]
+        xc = x[:n_rows].view(n_layers, n, n_heads, n)  # [layer, query, head, key]
+        xc.copy_(a.transpose(1, 2))
+        x[n_rows:].view(len(f_layers), len(rows), n_heads, n).copy_(a[f_layers[:, None], :, rows].half())
+
+        sinks = {"threshold": reference_tokens(head_mean, causal)[:, 0]}  # [layer, key], as threshold_sinks
+        incoming = a.sum(dim=(1, 2), dtype=torch.float64)  # [layer, key]
+        for q in SINK_QUANTILES:
+            sinks[f"p{round(q * 100)}"] = _percentile_columns(incoming, q)
+        cols = torch.stack(list(sinks.values()), -1)  # [layer, key, rule]
+        colmass = xc.sum(1)  # [layer, head, key] float64
+        # column sets: "nothing removed" (the divergence before removal) and each rule's complement
+        keep = torch.cat([torch.ones(n_layers, n, 1, dtype=torch.bool), ~cols], -1)  # [layer, key, 1 + rule]
+        row_layer = torch.cat([torch.arange(n_layers).repeat_interleave(n), f_layers.repeat_interleave(len(rows))])
+        kl, dead = _removal_divergences(x, keep, row_layer)  # [row, head, set] each
+        shape = (n_layers, n, n_heads, -1)
+        corrected = _corrected_summary(kl[:n_rows].view(shape), dead[:n_rows].view(shape), cols)
+        faithful = kl[n_rows:].view(len(f_layers), len(rows), n_heads, -1).mean(1).mean(1)  # [official layer, set]
+        faithful = faithful + math.log(n_heads)
+        f_before = faithful[:, 0]
+
+        out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(n)}
+        for i, (rule, c) in enumerate(sinks.items()):
+            out[f"{rule}/n_sinks"] = c.sum(-1)
+            out[f"{rule}/has_first"] = c[:, 0]
+            out[f"{rule}/mass_all_heads"] = _mass_share(colmass, c).float()
+            out[f"{rule}/mass_first4"] = _mass_share(colmass[:, :FAITHFUL_HEADS], c).float()
+            out[f"{rule}/corrected/before"] = corrected["before"][:, i].float()
+            out[f"{rule}/corrected/reduction"] = corrected["reduction"][:, i].float()
+            for name, value in (("before", f_before), ("reduction", f_before - faithful[:, i + 1])):
                 full = torch.full((n_layers,), float("nan"))
-                full[f_layers] = fch[name].float()
+                full[f_layers] = value.float()
                 out[f"{rule}/faithful/{name}"] = full
         return out
 
