@@ -1,8 +1,8 @@
 """Benchmark: threshold graphs and Laplacian spectra against the forward pass that produced the attention.
 
 Times the chapter's per-sample suite (``SpectralReducer``: 3 variants x 8 thresholds x all layers on the
-head average, plus the corrected variant per head at the paper's 7 thresholds) over all sentences, and the
-same suite with length-sorted chunks of sentences padded into one tensor (``threshold_graph_metrics``
+head average, plus the corrected variant's degree statistics per head at one threshold) over all sentences,
+and the same suite with length-sorted chunks of sentences padded into one tensor (``threshold_graph_metrics``
 on ``[sample x layer, N, N]``, head-averaged part only), to show what cross-sentence batching buys.
 
 Usage: python bench/bench_spectral.py [--model smollm2] [--n 500]

@@ -287,3 +287,73 @@ def test_laplacian_variant_uses_arpack_above_fifty_tokens_and_the_dense_solver_b
     small = metrics([_two_stars(60)[:50, :50] / _two_stars(60)[:50, :50].sum(1, keepdim=True)], causal=True,
                     thresholds=(0.1,))
     assert float(small["laplacian/spectral_gap"][0, 0]) == pytest.approx(0.0, abs=1e-9)  # dense: all zeros found
+
+
+# ---------------------------------------------------------------------------------------------
+# the one-sentence path against the general padded one
+
+
+def _reference_reducer(reducer: g.SpectralReducer, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+    """``SpectralReducer`` as first written: ``threshold_graph_metrics`` on the head average and on every head."""
+    L, H, n, _ = attn.shape
+    out = g.threshold_graph_metrics(attn.float().mean(1), torch.full((L,), n), causal, reducer.thresholds)
+    res = {k: v.contiguous() for k, v in out.items()}
+    res["n_tokens"] = torch.tensor(n)
+    if reducer.per_head:
+        heads = g.threshold_graph_metrics(attn.float().reshape(L * H, n, n), torch.full((L * H,), n), causal,
+                                          (reducer.head_threshold,), modes=("corrected",), spectra=False)
+        for m in reducer.head_metrics:
+            res[f"head/{m}"] = heads[f"corrected/{m}"].reshape(L, H).contiguous()
+    return res
+
+
+def _assert_identical(new: dict[str, torch.Tensor], old: dict[str, torch.Tensor]) -> None:
+    assert list(new) == list(old)
+    for k in old:
+        assert new[k].dtype == old[k].dtype and new[k].shape == old[k].shape, k
+        assert torch.equal(new[k].isnan(), old[k].isnan()), k
+        assert torch.equal(new[k].nan_to_num(), old[k].nan_to_num()), k  # bit for bit
+
+
+def _sinky_attention(seed: int, layers: int, heads: int, n: int, causal: bool, symmetric: bool = False) -> torch.Tensor:
+    """Seeded attention ``[layer, head, query, key]`` with a sink column, quantized to multiples of 0.001
+    (so that weights equal to a threshold occur), optionally symmetric (pairs passing both ways)."""
+    gen = torch.Generator().manual_seed(seed)
+    logits = 2.0 * torch.randn(layers, heads, n, n, generator=gen)
+    if symmetric:
+        logits = logits + logits.transpose(-1, -2)
+    logits[..., 0] += 3.0
+    if causal:
+        logits = logits.masked_fill(~torch.tril(torch.ones(n, n, dtype=torch.bool)), float("-inf"))
+    return torch.round(torch.softmax(logits, -1) * 1000) / 1000
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("n", [3, 4, 9, 33, 60])
+def test_reducer_equals_the_padded_computation_bit_for_bit(causal, n):
+    for seed, symmetric in ((n, False), (n + 1, True)):
+        att = _sinky_attention(seed, 5, 3, n, causal, symmetric)
+        for reducer in (g.SpectralReducer(), g.SpectralReducer(per_head=False), g.SpectralReducer(head_threshold=0.01)):
+            _assert_identical(reducer(att, causal), _reference_reducer(reducer, att, causal))
+
+
+def test_sentence_paths_equal_threshold_graph_metrics():
+    att = _sinky_attention(7, 4, 2, 55, False, symmetric=True)  # > 50 tokens: ARPACK on disconnected graphs
+    mats = att.reshape(8, 55, 55)
+    sizes = torch.full((8,), 55)
+    _assert_identical(g.sentence_graph_metrics(mats, False), g.threshold_graph_metrics(mats, sizes, False))
+    _assert_identical(g.head_degree_metrics(mats, True, 0.02),
+                      g.threshold_graph_metrics(mats, sizes, True, (0.02,), modes=("corrected",), spectra=False))
+    with pytest.raises(ValueError, match="graph, n, n"):
+        g.sentence_graph_metrics(torch.zeros(3, 4), True)
+    with pytest.raises(ValueError, match="graph, n, n"):
+        g.head_degree_metrics(torch.zeros(3, 4), True, 0.1)
+
+
+def test_reducer_refuses_nonfinite_attention():
+    from sinkframes.tensors import NonFiniteInputError
+
+    att = _sinky_attention(3, 3, 2, 6, True)
+    att[2, 1, 4, 0] = float("inf")
+    with pytest.raises(NonFiniteInputError, match=r"layers \[2\]"):
+        g.SpectralReducer()(att, True)

@@ -167,10 +167,15 @@ def _spectrum(weights: torch.Tensor, valid: torch.Tensor, k: int = 3) -> torch.T
     algebraic connectivity is 0, and the solver's round-off (about 1e-16, different between
     machines) must not decide later steps such as the official zero-range skip.
     """
-    lap = -weights.double()
+    return _laplacian_eigenvalues(-weights.double(), valid, k)
+
+
+def _laplacian_eigenvalues(lap: torch.Tensor, valid: torch.Tensor, k: int = 3) -> torch.Tensor:
+    """:func:`_spectrum` from the negated float64 weights ``[..., N, N]`` (overwritten in place with the
+    Laplacian: diagonal = row sums; self-loops ignored)."""
     diag = lap.diagonal(dim1=-2, dim2=-1)
     diag.zero_()  # self-loops do not enter a Laplacian
-    big = 4.0 * weights.shape[-1] + 10.0
+    big = 4.0 * lap.shape[-1] + 10.0
     diag.copy_(-lap.sum(-1) + (~valid).double() * big)
     ev = torch.linalg.eigvalsh(lap)[..., :k]  # ascending, float64
     ev = torch.where(ev.abs() < ZERO_EIGENVALUE_TOL, torch.zeros_like(ev), ev)
@@ -197,9 +202,10 @@ def arpack_smallest(lap: np.ndarray, k: int = 3) -> np.ndarray:
     return np.where(np.abs(ev) < ZERO_EIGENVALUE_TOL, 0.0, ev)
 
 
-def _laplacian_spectrum(sym: torch.Tensor, dense_ev: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+def _laplacian_spectrum(adjacency: torch.Tensor, dense_ev: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     """``laplacian.ipynb``'s three smallest eigenvalues ``[threshold, graph, 3]``: the dense ones up to
-    ``LAPLACIAN_DENSE_MAX_TOKENS`` nodes, ARPACK's above (``sym`` ``[threshold, graph, N, N]``).
+    ``LAPLACIAN_DENSE_MAX_TOKENS`` nodes, ARPACK's above, on ``S = (B + B^T) / 2`` from the threshold
+    graphs ``adjacency`` ``[threshold, graph, N, N]`` (bool ``B``).
 
     ARPACK is asked only where the dense solver sees a repeated zero (a disconnected graph): with a
     simple zero both solvers find the same three eigenvalues, so the dense ones stand."""
@@ -207,13 +213,18 @@ def _laplacian_spectrum(sym: torch.Tensor, dense_ev: torch.Tensor, sizes: torch.
     if not big:
         return dense_ev
     ev = dense_ev.clone()
+    solved: dict[bytes, torch.Tensor] = {}  # the same graph (as at neighbouring thresholds) is solved once
     for gi in big:
         n = int(sizes[gi])
         for ti in torch.nonzero(dense_ev[:, gi, 1] == 0).flatten().tolist():
-            w = sym[ti, gi, :n, :n].double().numpy().copy()
-            np.fill_diagonal(w, 0.0)  # self-loops do not enter a Laplacian
-            lap = np.diag(w.sum(1)) - w
-            ev[ti, gi] = torch.from_numpy(arpack_smallest(lap))
+            b = adjacency[ti, gi, :n, :n].double().numpy()
+            key = b.tobytes()
+            if key not in solved:
+                w = 0.5 * (b + b.T)
+                np.fill_diagonal(w, 0.0)  # self-loops do not enter a Laplacian
+                lap = np.diag(w.sum(1)) - w
+                solved[key] = torch.from_numpy(arpack_smallest(lap))
+            ev[ti, gi] = solved[key]
     return ev
 
 
@@ -246,27 +257,54 @@ def threshold_graph_metrics(
     pair = valid[:, :, None] & valid[:, None, :]  # [graph, N, N]
     t = torch.tensor(list(thresholds), dtype=a.dtype, device=a.device)
     B = (a[None] > t[:, None, None, None]) & pair[None]  # [threshold, graph, query, key]
-    n = sizes.to(a.dtype)[None].expand(len(t), G)  # [threshold, graph]
-    out: dict[str, torch.Tensor] = {}
-
     Bf = B.to(a.dtype)  # [threshold, graph, query, key]; float sums are much faster than bool ones
     loops = Bf.diagonal(dim1=-2, dim2=-1)  # [threshold, graph, node] self-loops
     deg = Bf.sum(-2)  # in-degree, self-loop counted (the official convention)
-    deg_off = deg - loops  # in-degree without self-loops
-    total = deg.sum(-1)  # edges with self-loops
-    edges = total - loops.sum(-1)  # edges without
     both = Bf * Bf.transpose(-1, -2)
     one_way_only = bool(((both.sum((-1, -2)) - loops.sum(-1)) == 0).all())  # always so for causal attention
     full = valid[None].expand(len(t), G, N)
     corrected_ev = None
+    if "corrected" in variants and spectra:
+        w = Bf + Bf.transpose(-1, -2) - both  # max(B, B^T); the diagonal is ignored by _spectrum
+        corrected_ev = _spectrum(w, full)
+    touched, faithful_ev = None, None
+    if "laplacian" in variants or "fiedler" in variants:
+        touched = (Bf.sum(-1) + deg) > 0  # nodes that appear in the edge list
+        sym = 0.5 * (Bf + Bf.transpose(-1, -2))  # S = (B + B^T) / 2
+        # no pair passing both ways: (B + B^T) / 2 = max(B, B^T) / 2 off the diagonal, a spectrum already known
+        faithful_ev = 0.5 * corrected_ev if corrected_ev is not None and one_way_only else _spectrum(sym, full)
+    return _graph_outputs(
+        _GraphQuantities(B, sizes, valid, deg, loops, touched, corrected_ev, faithful_ev), variants, causal, spectra
+    )
+
+
+@dataclass(frozen=True)
+class _GraphQuantities:
+    """What every metric is computed from, for ``[threshold, graph]`` threshold graphs of ``N`` slots."""
+
+    adjacency: torch.Tensor  # [threshold, graph, N, N] bool B
+    sizes: torch.Tensor  # [graph] long
+    valid: torch.Tensor  # [graph, N] bool: real tokens
+    deg: torch.Tensor  # [threshold, graph, N] float32 in-degrees, self-loops counted
+    loops: torch.Tensor  # [threshold, graph, N] float32 self-loops
+    touched: torch.Tensor | None  # [threshold, graph, N] bool nodes with an edge (faithful variants only)
+    corrected_ev: torch.Tensor | None  # [threshold, graph, 3] of max(B, B^T) (None: spectra not asked)
+    faithful_ev: torch.Tensor | None  # [threshold, graph, 3] of (B + B^T) / 2 (faithful variants only)
+
+
+def _graph_outputs(q: _GraphQuantities, variants: set[str], causal: bool, spectra: bool) -> dict[str, torch.Tensor]:
+    """``{"<variant>/<metric>": [threshold, graph]}`` in float64 from the graphs' degrees and spectra."""
+    T, G, N = q.deg.shape
+    dtype = q.deg.dtype
+    n = q.sizes.to(dtype)[None].expand(T, G)  # [threshold, graph]
+    deg_off = q.deg - q.loops  # in-degree without self-loops
+    total = q.deg.sum(-1)  # edges with self-loops
+    edges = total - q.loops.sum(-1)  # edges without
+    full = q.valid[None].expand(T, G, N)
+    out: dict[str, torch.Tensor] = {}
     if "corrected" in variants:
         st = _degree_stats(deg_off, full)
-        if spectra:
-            w = Bf + Bf.transpose(-1, -2) - both  # max(B, B^T); the diagonal is ignored by _spectrum
-            corrected_ev = _spectrum(w, full)
-            ev = corrected_ev
-        else:
-            ev = torch.full((len(t), G, 3), float("nan"))
+        ev = q.corrected_ev if q.corrected_ev is not None else torch.full((T, G, 3), float("nan"))
         allowed = n * (n - 1) / 2 if causal else n * (n - 1)
         out.update(
             {
@@ -284,19 +322,16 @@ def threshold_graph_metrics(
             }
         )
 
-    if "laplacian" in variants or "fiedler" in variants:
-        touched = (Bf.sum(-1) + deg) > 0  # nodes that appear in the edge list
+    if q.touched is not None and q.faithful_ev is not None:
+        touched, ev = q.touched, q.faithful_ev
         error = total < 2
         density = total / n**2
-        sym = 0.5 * (Bf + Bf.transpose(-1, -2))  # S = (B + B^T) / 2
-        # no pair passing both ways: (B + B^T) / 2 = max(B, B^T) / 2 off the diagonal, a spectrum already known
-        ev = 0.5 * corrected_ev if corrected_ev is not None and one_way_only else _spectrum(sym, full)
         zero = torch.zeros_like(total)
         nan = torch.full_like(total, float("nan"))
         if "laplacian" in variants:
-            dense = (sizes <= LAPLACIAN_DENSE_MAX_TOKENS)[None, :, None]
-            st = _degree_stats(deg, torch.where(dense, valid[None].expand_as(touched), touched))
-            lev = _laplacian_spectrum(sym, ev, sizes) if spectra else ev
+            dense = (q.sizes <= LAPLACIAN_DENSE_MAX_TOKENS)[None, :, None]
+            st = _degree_stats(q.deg, torch.where(dense, q.valid[None].expand_as(touched), touched))
+            lev = _laplacian_spectrum(q.adjacency, ev, q.sizes) if spectra else ev
             vals = {
                 "fiedler": lev[..., 1],
                 "spectral_gap": lev[..., 2] - lev[..., 1],
@@ -309,16 +344,69 @@ def threshold_graph_metrics(
             for k, v in vals.items():
                 out[f"laplacian/{k}"] = torch.where(error, zero.double(), torch.nan_to_num(v.double(), nan=0.0))
             out["laplacian/density"] = density
-            out["laplacian/error"] = error.to(a.dtype)
+            out["laplacian/error"] = error.to(dtype)
         if "fiedler" in variants:
-            st = _degree_stats(deg, touched)
+            st = _degree_stats(q.deg, touched)
             out["fiedler/fiedler"] = torch.where(error, zero, torch.nan_to_num(ev[..., 1], nan=0.0))
             out["fiedler/star_likeness"] = torch.where(error, zero, st["star_basic"])
             out["fiedler/centralization"] = torch.where(error, nan, st["centralization"])
             out["fiedler/degree_variance"] = torch.where(error, nan, st["degree_variance"])
             out["fiedler/density"] = torch.where(error, nan, density)
-            out["fiedler/error"] = error.to(a.dtype)
+            out["fiedler/error"] = error.to(dtype)
     return {k: v.double() for k, v in out.items()}  # float64 throughout, as numpy computes the official values
+
+
+def sentence_graph_metrics(
+    att: torch.Tensor, causal: bool, thresholds: Sequence[float] = ALL_THRESHOLDS
+) -> dict[str, torch.Tensor]:
+    """:func:`threshold_graph_metrics` (every variant, with spectra) for unpadded graphs ``[graph, n, n]``
+    of one size, such as one sentence's layers: the same values bit for bit from fewer, larger tensor calls.
+
+    Every quantity comes from the bool threshold graphs; the corrected Laplacian is built in float64
+    in one step, and whether any pair passes both ways is read off the degree sums
+    (``|max(B, B^T)| = 2 |B| - |B and B^T|`` off the diagonal) instead of a product of matrices.
+    """
+    if att.dim() != 3 or att.shape[-1] != att.shape[-2]:
+        raise ValueError(f"attention must be [graph, n, n], got {tuple(att.shape)}")
+    a = att.float()
+    G, N, _ = a.shape
+    t = torch.tensor(list(thresholds), dtype=a.dtype)
+    B = a[None] > t[:, None, None, None]  # [threshold, graph, query, key]
+    sizes = torch.full((G,), N, dtype=torch.long)
+    valid = torch.ones(G, N, dtype=torch.bool)  # [graph, node]
+    full = valid[None].expand(len(t), G, N)
+    loops = B.diagonal(dim1=-2, dim2=-1).to(a.dtype)  # [threshold, graph, node]
+    deg = B.view(torch.uint8).sum(-2, dtype=torch.int32).to(a.dtype)  # [threshold, graph, node] in-degree with loops
+    either = B | B.transpose(-1, -2)  # [threshold, graph, query, key] max(B, B^T)
+    lap = torch.where(either, torch.tensor(-1.0, dtype=torch.float64), torch.tensor(-0.0, dtype=torch.float64))
+    corrected_ev = _laplacian_eigenvalues(lap, full)  # [threshold, graph, 3]
+    neighbours = lap.diagonal(dim1=-2, dim2=-1)  # [threshold, graph, node]: other nodes linked either way
+    touched = (neighbours > 0) | (loops > 0)  # nodes in the edge list: a link or a self-loop
+    undirected = neighbours.sum(-1)  # [threshold, graph]: off-diagonal entries of max(B, B^T)
+    directed = (deg - loops).sum(-1).double()  # [threshold, graph]: off-diagonal entries of B
+    if bool((undirected == 2 * directed).all()):  # no pair passes both ways
+        faithful_ev = 0.5 * corrected_ev
+    else:
+        half = B.double()  # [threshold, graph, query, key]
+        faithful_ev = _laplacian_eigenvalues((half + half.transpose(-1, -2)).mul_(-0.5), full)
+    quantities = _GraphQuantities(B, sizes, valid, deg, loops, touched, corrected_ev, faithful_ev)
+    return _graph_outputs(quantities, {"corrected", *FAITHFUL_VARIANTS}, causal, True)
+
+
+def head_degree_metrics(att: torch.Tensor, causal: bool, threshold: float) -> dict[str, torch.Tensor]:
+    """The corrected variant's degree metrics (``star_basic``, ``centralization``, ``density_allowed``, ...)
+    of unpadded graphs ``[graph, n, n]`` at one threshold, as ``threshold_graph_metrics(..., (threshold,),
+    modes=("corrected",), spectra=False)`` gives them (``[1, graph]``), from one comparison and one sum."""
+    if att.dim() != 3 or att.shape[-1] != att.shape[-2]:
+        raise ValueError(f"attention must be [graph, n, n], got {tuple(att.shape)}")
+    a = att.float()
+    G, N, _ = a.shape
+    B = (a > torch.tensor(threshold, dtype=a.dtype))[None]  # [1, graph, query, key]
+    loops = B.diagonal(dim1=-2, dim2=-1).to(a.dtype)  # [1, graph, node]
+    deg = B.view(torch.uint8).sum(-2, dtype=torch.int32).to(a.dtype)  # [1, graph, node]
+    sizes = torch.full((G,), N, dtype=torch.long)
+    quantities = _GraphQuantities(B, sizes, torch.ones(G, N, dtype=torch.bool), deg, loops, None, None, None)
+    return _graph_outputs(quantities, {"corrected"}, causal, False)
 
 
 @dataclass(frozen=True)
@@ -351,23 +439,18 @@ class SpectralReducer:
         }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
-        require_finite(attn)
         if attn.dim() != 4 or attn.shape[-1] != attn.shape[-2]:
+            require_finite(attn)
             raise ValueError(f"attention must be [layer, head, n, n], got {tuple(attn.shape)}")
         L, H, n, _ = attn.shape
-        mean = attn.float().mean(1)  # [layer, query, key]
-        out = threshold_graph_metrics(mean, torch.full((L,), n), causal, self.thresholds)
-        res = {k: v.contiguous() for k, v in out.items()}
+        a = attn.float()
+        mean = a.mean(1)  # [layer, query, key]
+        if not bool(torch.isfinite(mean.sum())):  # NaN and inf reach the sum; a finite overflow passes below
+            require_finite(attn)
+        res = sentence_graph_metrics(mean, causal, self.thresholds)
         res["n_tokens"] = torch.tensor(n)
         if self.per_head:
-            heads = threshold_graph_metrics(
-                attn.float().reshape(L * H, n, n),
-                torch.full((L * H,), n),
-                causal,
-                (self.head_threshold,),
-                modes=("corrected",),
-                spectra=False,
-            )
+            heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold)
             for m in self.head_metrics:
                 res[f"head/{m}"] = heads[f"corrected/{m}"].reshape(L, H).contiguous()
         return res
