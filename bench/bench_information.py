@@ -2,9 +2,10 @@
 
 1. KL change and sink concentration (``InformationReducer``: every sink rule, faithful and
    corrected) on the attention of ``--n`` sentences, against the forward pass producing it.
-2. Empirical Fisher norms (corrected: one forward and backward pass per sentence) on
-   ``min(8, n)`` sentences, against a plain forward pass, one sentence at a time, over the same
-   sentences.
+2. Empirical Fisher norms (corrected) on ``min(32, n)`` sentences (chapter 5's count), against a
+   plain forward pass, one sentence at a time, over the same sentences: the default engine (one
+   batched backward pass per eight sentences, norms from activations and output gradients), and
+   the reference engine (one backward pass per sentence) as ``loop_ratio``.
 
 Usage: python bench/bench_information.py [--model smollm2] [--n 100] [--skip-fisher]
 
@@ -13,8 +14,6 @@ Usage: python bench/bench_information.py [--model smollm2] [--n 100] [--skip-fis
 
 from __future__ import annotations
 
-import sys
-
 import torch
 
 from harness import arguments, forward_attention, report, timed
@@ -22,19 +21,16 @@ from sinkframes import corpus, extraction
 from sinkframes.metrics.information import InformationReducer
 from sinkframes.probes import fisher
 
-N_FISHER = 8
+N_FISHER = 32
 
 
 def main() -> None:
-    skip_fisher = "--skip-fisher" in sys.argv
-    if skip_fisher:  # the shared argument parser does not know this flag
-        sys.argv.remove("--skip-fisher")
-    args = arguments(default_n=100)
+    args = arguments(default_n=100, extra=lambda ap: ap.add_argument("--skip-fisher", action="store_true"))
     forward_s, atts, causal = forward_attention(args.model, args.n, args.batch_size, args.seed)
     reducer = InformationReducer()
     suite_s, _ = timed(lambda: [reducer(a, causal) for a in atts])
     report("information_kl_concentration", args.model, args.n, forward_s, suite_s)
-    if skip_fisher:
+    if args.skip_fisher:
         return
 
     n_fisher = min(N_FISHER, args.n)
@@ -49,7 +45,10 @@ def main() -> None:
 
     fwd_s, _ = timed(forward_only)
     fisher_s, _ = timed(lambda: fisher.fisher_norms(lm, texts, mode="corrected", seed=args.seed, progress=False))
-    report("information_fisher", args.model, n_fisher, fwd_s, fisher_s)
+    loop_s, _ = timed(lambda: fisher.fisher_norms(lm, texts, mode="corrected", seed=args.seed, progress=False,
+                                                  engine="loop"))
+    report("information_fisher", args.model, n_fisher, fwd_s, fisher_s, loop_s=round(loop_s, 3),
+           loop_ratio=round(loop_s / fwd_s, 4) if fwd_s > 0 else None)
 
 
 if __name__ == "__main__":

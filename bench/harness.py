@@ -18,9 +18,14 @@ from sinkframes import corpus, extraction
 from sinkframes.types import RunOptions
 
 
-def arguments(default_model: str = "smollm2", default_n: int = 500) -> argparse.Namespace:
-    """The options every benchmark accepts (model key, number of sentences, batch size, seed)."""
+def arguments(
+    default_model: str = "smollm2", default_n: int = 500, extra: Callable[[argparse.ArgumentParser], None] | None = None
+) -> argparse.Namespace:
+    """The options every benchmark accepts (model key, number of sentences, batch size, seed); ``extra``
+    adds a script's own."""
     ap = argparse.ArgumentParser()
+    if extra is not None:
+        extra(ap)
     ap.add_argument("--model", default=default_model)
     ap.add_argument("--n", type=int, default=default_n)
     ap.add_argument("--batch-size", type=int, default=16)
