@@ -21,7 +21,6 @@ from .. import paper, stats
 from ..extraction import capture
 from ..metrics import geometry, values
 from ..tensors import require_finite
-from ..threads import single_torch_thread
 from ..types import MODES, Mode, RunOptions, check_mode
 from .base import ModelResult, Results, each_model, register_tables
 
@@ -55,10 +54,6 @@ class GeometryValuesReducer:
         return {"reducer": self.name, "version": self.version}
 
     def __call__(self, cap: capture.SampleCapture, causal: bool) -> dict[str, torch.Tensor]:
-        with single_torch_thread():
-            return self._reduce(cap, causal)
-
-    def _reduce(self, cap: capture.SampleCapture, causal: bool) -> dict[str, torch.Tensor]:
         for name in ("attention", "query", "key", "value", "output_heads", "output"):
             _require_finite(getattr(cap, name), name)
         if cap.hidden is not None:
