@@ -207,6 +207,8 @@ def test_batched_and_looped_engines_give_the_same_norms(ref, mode):
     np.testing.assert_array_less(np.abs(looped["fisher"] - batched["fisher"]),
                                  (1e-3 if mode == "faithful" else 1e-5) * np.abs(looped["fisher"]) + 1e-9 * scale)
     assert fisher.fisher_batches([5, 3, 9, 3], vocab=10, max_batch=2) == [[1, 3], [0, 2]]
+    assert fisher.fisher_batches([5, 3, 9, 3], vocab=10, max_logits=200) == [[1, 3], [0, 2]]  # 2 x 9 x 10 fit
+    assert fisher.fisher_batches([5, 3, 9, 3], vocab=10, max_logits=50) == [[1], [3], [0], [2]]
 
 
 def _save_encoder(folder, with_head: bool) -> None:

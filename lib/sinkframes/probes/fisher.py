@@ -51,7 +51,7 @@ from tqdm import tqdm
 
 from .. import stats
 from ..cache import Cache, cache_key
-from ..extraction.batching import get_model
+from ..extraction.batching import get_model, length_sorted_batches
 from ..models import load_masked_lm
 from ..types import MODES, Mode, RunOptions, check_mode
 from . import per_sample
@@ -66,7 +66,7 @@ FAITHFUL_MAX_CHARS = 500
 FAITHFUL_MAX_LENGTH = 128
 CORRECTED_MAX_LENGTH = 512
 #: version of the Fisher computation (enters the cache key)
-FISHER_VERSION = 3
+FISHER_VERSION = 4
 _LAYER_RE = re.compile(r"(?:layers|layer)\.(\d+)\.")
 
 
@@ -435,17 +435,10 @@ def _right_padded(rows: list[torch.Tensor], fill: int) -> torch.Tensor:
 
 
 def fisher_batches(lengths: list[int], vocab: int, max_batch: int = 8, max_logits: int = 2**27) -> list[list[int]]:
-    """Sentence indices in batches of similar length, at most ``max_batch`` sentences and ``max_logits``
-    logits (batch x padded length x vocabulary) each."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    batches: list[list[int]] = []
-    for i in order:
-        cur = batches[-1] if batches else None
-        if cur is not None and len(cur) < max_batch and (len(cur) + 1) * lengths[i] * vocab <= max_logits:
-            cur.append(i)
-        else:
-            batches.append([i])
-    return batches
+    """Sentence indices in batches of similar length (``extraction.batching``), at most ``max_batch``
+    sentences and about ``max_logits`` logits (batch x longest length x vocabulary) each."""
+    size = max(1, min(max_batch, max_logits // max(1, max(lengths, default=1) * vocab)))
+    return length_sorted_batches(lengths, size)
 
 
 def cached_fisher(
