@@ -8,7 +8,7 @@ loads the result and runs no forward pass (and does not even load the model).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ import torch
 
 from .. import models
 from ..types import RunOptions
-from .batching import STATS, NonFiniteAttentionError, backbone, forward, iterate_batches
+from .batching import STATS, backbone, forward, iterate_batches, raise_non_finite
 from .run import reducer_key, run_cached
 
 
@@ -37,17 +37,6 @@ def finite_layer(weights: torch.Tensor, lengths: list[int]) -> bool:
     """Whether every sample's real tokens got finite weights in one layer (``weights`` ``[batch, head,
     query, key]``, sample ``r`` real up to ``lengths[r]``); padding may hold anything."""
     return all(bool(torch.isfinite(weights[r, :, :n, :n]).all()) for r, n in enumerate(lengths))
-
-
-def raise_non_finite(lm: models.LoadedModel, bad_layers: Iterable[int]) -> None:
-    """Raise ``NonFiniteAttentionError`` naming ``bad_layers`` (nothing if there are none), with the
-    message of ``batching.check_finite``."""
-    bad = sorted(set(bad_layers))
-    if bad:
-        raise NonFiniteAttentionError(
-            f"{lm.record.ref} in {lm.record.dtype} produced NaN or infinite attention weights in layers {bad}; "
-            "rerun it with dtype='float32' (nothing was cached)"
-        )
 
 
 def check_finite_layers(lm: models.LoadedModel, atts: Sequence[torch.Tensor], lengths: list[int]) -> None:

@@ -11,7 +11,7 @@ result.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -42,9 +42,15 @@ def check_finite(lm: models.LoadedModel, att: torch.Tensor, lengths: list[int]) 
     for r, n in enumerate(lengths):
         finite = torch.isfinite(att[r, :, :, :n, :n]).flatten(1).all(-1)  # [layer]
         bad.update(int(i) for i in torch.nonzero(~finite).flatten())
+    raise_non_finite(lm, bad)
+
+
+def raise_non_finite(lm: models.LoadedModel, bad_layers: Iterable[int]) -> None:
+    """Raise ``NonFiniteAttentionError`` naming ``bad_layers`` (nothing if there are none)."""
+    bad = sorted(set(bad_layers))
     if bad:
         raise NonFiniteAttentionError(
-            f"{lm.record.ref} in {lm.record.dtype} produced NaN or infinite attention weights in layers {sorted(bad)}; "
+            f"{lm.record.ref} in {lm.record.dtype} produced NaN or infinite attention weights in layers {bad}; "
             "rerun it with dtype='float32' (nothing was cached)"
         )
 

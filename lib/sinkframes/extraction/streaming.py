@@ -24,8 +24,8 @@ import torch
 
 from .. import models
 from ..types import RunOptions
-from .attention import Extraction, finite_layer, raise_non_finite
-from .batching import STATS, backbone, forward, iterate_batches
+from .attention import Extraction, finite_layer
+from .batching import STATS, backbone, forward, iterate_batches, raise_non_finite
 from .hooks import AttentionCall, attention_hook
 from .run import reducer_key, run_cached
 
