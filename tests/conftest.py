@@ -1,4 +1,4 @@
-"""Test set-up: no hub access, a fresh result cache per session, converted models shared."""
+"""Test set-up: no hub access, a fresh result cache and verdict folder per test, converted models shared."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ PAPER_CSV = ROOT.parent / "shared" / "data" / "wiki_dataset_sink.csv"
 @pytest.fixture(autouse=True)
 def _fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SINKFRAMES_CACHE", str(tmp_path / "cache"))
+    # a page run by a test saves its verdicts here, never into the checkout's working directory
+    monkeypatch.setenv("SINKFRAMES_VERDICTS_DIR", str(tmp_path / "verdicts"))
     from sinkframes.extraction import batching
 
     batching._LAST_MODEL.clear()

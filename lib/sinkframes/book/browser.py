@@ -62,11 +62,16 @@ const measure = () => {
   if (text.includes('Traceback (most recent call last)')) errors.push('a traceback in the text');
   done({width: width, broken: broken, no_alt: no_alt, wide: wide, shrunk: shrunk, tex: tex, errors: errors});
 };
-if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-  MathJax.startup.promise.then(measure, measure);
-} else {
-  measure();
-}
+const start = () => {
+  if (document.readyState !== 'complete' || !document.body) {
+    setTimeout(start, 50);  // the page is still loading: measure it once it is whole
+  } else if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    MathJax.startup.promise.then(measure, measure);
+  } else {
+    measure();
+  }
+};
+start();
 """
 
 
