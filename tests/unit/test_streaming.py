@@ -75,6 +75,49 @@ def test_streamed_layers_equal_the_full_path_with_padding(ref, texts):
             assert torch.equal(s[name], f[name]), name
 
 
+@pytest.mark.parametrize("ref", ["tiny:llama", "tiny:qwen2", "tiny:bert"])
+def test_attention_computed_a_row_at_a_time_gives_the_same_numbers(ref, texts, monkeypatch):
+    from sinkframes.extraction import streaming
+
+    whole = extract.summarize_layers(ref, texts, ColumnStats(), batch_size=4, **KW)
+    calls: list[int] = []
+    real_rows = streaming.call_rows
+    monkeypatch.setattr(streaming, "STREAM_CALL_FLOATS", 1)  # every call holds one row
+
+    def counted(lm: Any, batch: int, tokens: int) -> int:
+        calls.append(real_rows(lm, batch, tokens))
+        return calls[-1]
+
+    monkeypatch.setattr(streaming, "call_rows", counted)
+    batching._LAST_MODEL.clear()
+    sliced = extract.summarize_layers(ref, texts, ColumnStats(), batch_size=4, use_cache=False, **KW)
+    assert calls and set(calls) == {1}
+    for a, b in zip(whole.summaries or [], sliced.summaries or [], strict=True):
+        for name in a:
+            assert torch.equal(a[name], b[name]), name
+
+
+def test_row_slices_of_a_layer_read_twice_are_refused(texts, monkeypatch):
+    from sinkframes import models
+    from sinkframes.extraction import hooks, streaming
+
+    lm = batching.get_model("tiny:llama", device="cpu")
+    ids = batching.tokenize_for(lm, texts[:2], RunOptions(**KW))
+    input_ids, mask = batching.pad_batch(ids, batching.pad_id(lm.tokenizer))
+    real_hook = hooks.attention_hook
+
+    def twice(model: Any, *, read: Any = None, edit: Any = None, rows: Any = None) -> Any:
+        def read_twice(call: Any) -> None:
+            read(call)
+            read(call)  # the same rows again
+
+        return real_hook(model, read=read_twice, edit=edit, rows=rows)
+
+    monkeypatch.setattr(streaming, "attention_hook", twice)
+    with pytest.raises(models.UnsupportedArchitectureError, match="called twice"):
+        streaming._reduce_batch(lm, batching.backbone(lm.model), input_ids, mask, [len(x) for x in ids], ColumnStats())
+
+
 def test_a_batched_layer_reducer_matches_its_per_sample_form(texts):
     assert isinstance(BatchedSink(), extract.LayerReducer)
     batched = extract.summarize_layers("tiny:llama", texts, BatchedSink(), batch_size=3, **KW)

@@ -13,6 +13,11 @@ attention layers:
   RoPE (and after any query/key norm), values, mask, scaling, the weights and the output before
   the output projection (after the edit, if there is one).
 
+``rows=k`` calls the original function on ``k`` batch rows at a time, so one call's scores and
+weights cover ``k`` samples instead of the whole batch (the bounded-memory path of
+``extraction.streaming``); ``read`` then sees each slice with its ``first_row``, and the model is
+handed ``None`` for the weights (use it only with ``output_attentions=False``).
+
 The original functions are restored on exit, also when the block raises.
 """
 
@@ -47,6 +52,7 @@ class AttentionCall:
     softcap: float | None
     weights: torch.Tensor  # [batch, head, query, key]   post-softmax (after the edit)
     output: torch.Tensor  # [batch, token, head, dim]    weights @ values, before the output projection
+    first_row: int = 0  # the batch row the call's first row is (non-zero only with ``attention_hook(rows=...)``)
 
 
 Read = Callable[[AttentionCall], None]
@@ -114,12 +120,15 @@ def _eager_modules(layers: list[tuple[torch.nn.Module, torch.nn.Module]], model:
 
 @contextmanager
 def attention_hook(
-    model: torch.nn.Module, *, read: Read | None = None, edit: Edit | None = None
+    model: torch.nn.Module, *, read: Read | None = None, edit: Edit | None = None, rows: int | None = None
 ) -> Iterator[list[tuple[torch.nn.Module, torch.nn.Module]]]:
     """Within the block, every eager attention call of ``model`` is read and/or edited.
 
-    Yields the ``(attention module, output projection)`` pairs, in layer order.
+    ``rows``: call the original attention on at most this many batch rows at a time (see the module
+    docstring). Yields the ``(attention module, output projection)`` pairs, in layer order.
     """
+    if rows is not None and rows < 1:
+        raise ValueError(f"rows must be a positive number of batch rows, got {rows}")
     layers = attention_layers(model)
     index = {id(att): k for k, (att, _) in enumerate(layers)}
     patched: list[tuple[ModuleType, Callable[..., Any]]] = []
@@ -131,6 +140,28 @@ def attention_hook(
             key: torch.Tensor,
             value: torch.Tensor,
             attention_mask: torch.Tensor | None,
+            *args: Any,
+            **kwargs: Any,
+        ) -> tuple[torch.Tensor, torch.Tensor | None]:
+            batch = query.shape[0]
+            if rows is None or rows >= batch:
+                return one_call(module, query, key, value, attention_mask, 0, *args, **kwargs)
+            outs = []
+            for s in range(0, batch, rows):
+                part = slice(s, s + rows)
+                # a mask with one row broadcasts over the batch: every slice keeps it whole
+                m = attention_mask if attention_mask is None or attention_mask.shape[0] == 1 else attention_mask[part]
+                out, _ = one_call(module, query[part], key[part], value[part], m, s, *args, **kwargs)
+                outs.append(out)
+            return torch.cat(outs), None  # no whole-batch weights: that is the point of slicing
+
+        def one_call(
+            module: torch.nn.Module,
+            query: torch.Tensor,
+            key: torch.Tensor,
+            value: torch.Tensor,
+            attention_mask: torch.Tensor | None,
+            first_row: int,
             *args: Any,
             **kwargs: Any,
         ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -156,6 +187,7 @@ def attention_hook(
                         softcap=kwargs.get("softcap"),
                         weights=weights.detach(),
                         output=out.detach(),
+                        first_row=first_row,
                     )
                 )
             return out, weights

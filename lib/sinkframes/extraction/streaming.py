@@ -4,10 +4,11 @@
 so a batch holds ``layers x batch x heads x n^2`` floats. Here the forward runs with
 ``output_attentions=False`` and ``hooks.attention_hook`` reads each layer's post-softmax weights
 inside the eager attention call; a :class:`LayerReducer` turns them into small per-sample outputs
-right there, and the weights are dropped when the layer returns. The peak is then that of a plain
-forward pass (its eager attention holds the scores, the masked scores and the weights of one layer
-while it runs: about 3.5 layers above the weights for SmolLM2 at 8 x 512 tokens, ``bench/bench_memory.py``);
-the reduction adds at most one sample's copy of one layer (``SampleLayerReducer``).
+right there, and the weights are dropped when the layer returns. The attention itself runs on a few
+batch rows at a time (at most ``STREAM_CALL_FLOATS`` weights per call), so one layer's scores and
+weights never exist for the whole batch at once: the peak stays below that of a plain eager forward
+pass (``bench/bench_memory.py``); the reduction adds at most one sample's copy of one layer
+(``SampleLayerReducer``).
 
 ``summarize_layers`` is the cached entry point, as ``summarize`` is for whole-sample reducers: a
 second call with the same inputs loads the result and runs no forward pass.
@@ -30,6 +31,10 @@ from .hooks import AttentionCall, attention_hook
 from .run import reducer_key, run_cached
 
 __all__ = ["LayerReducer", "SampleLayerReducer", "iterate_layer_outputs", "summarize_layers"]
+
+#: the most attention weights (floats) one eager attention call may hold: 2^22 floats, 16 MiB in float32;
+#: a longer batch is computed a few rows at a time (the results are the same)
+STREAM_CALL_FLOATS = 2**22
 
 
 @runtime_checkable
@@ -79,6 +84,16 @@ class SampleLayerReducer(ABC):
         return out
 
 
+def call_rows(lm: models.LoadedModel, batch: int, tokens: int) -> int:
+    """How many batch rows one attention call may hold so that its weights stay within
+    ``STREAM_CALL_FLOATS`` (at least one row): a batch of short sentences runs in one call, a batch of
+    long ones a row or a few at a time."""
+    cfg: Any = lm.model.config
+    cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    heads = int(getattr(cfg, "num_attention_heads", 1) or 1)
+    return max(1, min(batch, STREAM_CALL_FLOATS // max(1, heads * tokens * tokens)))
+
+
 def _reduce_batch(
     lm: models.LoadedModel,
     net: torch.nn.Module,
@@ -87,31 +102,37 @@ def _reduce_batch(
     lengths: list[int],
     reducer: LayerReducer,
 ) -> list[list[Any]]:
-    """One forward pass of a padded batch; ``[layer][sample]`` reducer outputs, checked complete and finite."""
+    """One forward pass of a padded batch; ``[layer][sample]`` reducer outputs, checked complete and finite.
+
+    The attention runs on row slices of the batch (:func:`call_rows`), and each slice is reduced and
+    dropped before the next is computed."""
     causal = lm.record.causal
-    per_layer: dict[int, list[Any]] = {}  # layer -> one output per sample of the batch
-    bad: list[int] = []
+    per_layer: dict[int, list[Any]] = {}  # layer -> one output per sample of the batch, in row order
+    seen: dict[int, int] = {}  # layer -> rows its calls have covered so far
+    bad: set[int] = set()
 
     def read(call: AttentionCall) -> None:
-        if call.layer in per_layer or call.layer in bad:
+        if seen.get(call.layer, 0) != call.first_row:
             raise models.UnsupportedArchitectureError(
                 f"{lm.record.ref}: attention layer {call.layer} was called twice in one forward pass"
             )
-        weights = call.weights.float()  # [batch, head, query, key]
-        if not finite_layer(weights, lengths):
-            bad.append(call.layer)  # not reduced; the forward goes on so that every bad layer is named
+        weights = call.weights.float()  # [rows, head, query, key]
+        part = lengths[call.first_row : call.first_row + weights.shape[0]]
+        seen[call.layer] = call.first_row + len(part)
+        if not finite_layer(weights, part):
+            bad.add(call.layer)  # not reduced; the forward goes on so that every bad layer is named
+        if call.layer in bad:
             return
-        outs = list(reducer.layer(call.layer, weights, lengths, causal))
-        if len(outs) != len(lengths):
-            raise ValueError(
-                f"{type(reducer).__name__}.layer returned {len(outs)} outputs for a batch of {len(lengths)}"
-            )
-        per_layer[call.layer] = outs
+        outs = list(reducer.layer(call.layer, weights, part, causal))
+        if len(outs) != len(part):
+            raise ValueError(f"{type(reducer).__name__}.layer returned {len(outs)} outputs for a batch of {len(part)}")
+        per_layer.setdefault(call.layer, []).extend(outs)
 
-    with attention_hook(lm.model, read=read) as layers:
+    rows = call_rows(lm, input_ids.shape[0], input_ids.shape[1])
+    with attention_hook(lm.model, read=read, rows=rows) as layers:
         forward(lm, net, input_ids, mask, output_attentions=False)
     raise_non_finite(lm, bad)
-    missing = sorted(set(range(len(layers))) - set(per_layer))
+    missing = [k for k in range(len(layers)) if seen.get(k, 0) != len(lengths)]
     if missing:
         raise models.AttentionUnavailableError(
             f"{lm.record.ref}: the eager attention function was not called for layers {missing}; "
