@@ -30,7 +30,7 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 JOBS ?= 2
 
 book: $(STAMP)
-	$(PY) -m sinkframes build --profile offline --jobs $(JOBS)
+	$(PY) -m sinkframes build --profile offline --jobs $(JOBS) --reuse
 
 # Re-execute every page into a scratch folder and compare its text outputs with the committed copies
 # in book/ (the provenance line, which names the date and commit, is left out of the comparison)

@@ -86,7 +86,8 @@ def cache_key(product: dict[str, Any], ref: str, texts: list[str], opts: RunOpti
     }
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename: a reader sees all of it or nothing."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
@@ -141,14 +142,14 @@ class Cache:
         torch.save(value, buf)
         data = buf.getvalue()
         payload, meta = self._paths(key)
-        _atomic_write_bytes(payload, data)
+        atomic_write_bytes(payload, data)
         info = {
             "key": key,
             "sinkframes_version": __version__,
             "sha256": hashlib.sha256(data).hexdigest(),
             "bytes": len(data),
         }
-        _atomic_write_bytes(meta, json.dumps(info, sort_keys=True, default=str, indent=1).encode())
+        atomic_write_bytes(meta, json.dumps(info, sort_keys=True, default=str, indent=1).encode())
 
     def discard(self, key: dict[str, Any]) -> None:
         """Remove an entry (best effort: another process may remove it first, the folder may be read-only;

@@ -44,7 +44,7 @@ def test_a_failed_cache_write_keeps_the_result_and_warns(monkeypatch, texts):
     def full_disk(path, data):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cache, "_atomic_write_bytes", full_disk)
+    monkeypatch.setattr(cache, "atomic_write_bytes", full_disk)
     with pytest.warns(RuntimeWarning, match="returned uncached"):
         ex = summarize("tiny:bert", texts[:2], SinkSummaryReducer(), progress=False, device="cpu")
     assert len(ex.summaries or []) == 2 and not ex.from_cache

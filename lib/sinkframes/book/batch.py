@@ -22,6 +22,7 @@ from typing import Any
 import nbformat
 
 from ..analyses.base import FAILED_MODELS_KEY
+from ..cache import atomic_write_bytes
 from ..config import CACHE_ENV
 from ..verdicts.store import ENV as VERDICTS_ENV
 from .manifest import Manifest, Page, load_manifest, repo_root
@@ -103,18 +104,50 @@ def kernel_start_failure(exc: BaseException) -> bool:
     return "Kernel died before replying to kernel_info" in text or "Kernel didn't respond" in text
 
 
+def _page_key(page: Page, profile: str, root: Path) -> dict[str, Any]:
+    from .page_cache import page_key
+
+    return page_key(page.id, page.title, root / page.template, page.params_for(profile), profile, root)
+
+
+def restore_page(page: Page, profile: str, root: Path, target: Path) -> bool:
+    """Copy the stored copy of ``page`` (and the verdicts it saved) into place when one was computed from
+    exactly these inputs (``page_cache``); ``False`` when there is none."""
+    from .page_cache import PageCache
+
+    stored = PageCache().load(_page_key(page, profile, root))
+    if stored is None:
+        return False
+    verdicts = target.parent / "verdicts"
+    for name, data in stored.verdicts.items():
+        atomic_write_bytes(verdicts / name, data)
+    atomic_write_bytes(target, stored.notebook)
+    return True
+
+
+def target_of(page: Page, root: Path, out_dir: Path | None = None) -> Path:
+    """Where the executed copy of ``page`` goes: ``out_dir`` when given, else the manifest's output path."""
+    return (out_dir / Path(page.output).name) if out_dir else root / page.output
+
+
 def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) -> Path:
     """Execute one page; return the executed copy's path. Raises on failure: nothing is written when the
     page stopped on an error; a page that ran with some models failing is written, then
-    :class:`PartialPageError` names them."""
+    :class:`PartialPageError` names them. A page that ran to the end with all its models is stored in the
+    page cache (``page_cache``), for ``build(reuse=True)``."""
     import papermill as pm
 
-    target = (out_dir / Path(page.output).name) if out_dir else root / page.output
+    from .page_cache import PageCache
+
+    target = target_of(page, root, out_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.stem}.running.ipynb")
-    # the page saves its verdicts next to its executed copy, where the scorecard page reads them
+    # the page saves its verdicts in a folder of its own; they join the others (next to the executed copies,
+    # where the scorecard page reads them) only when the page ran to the end
+    saved = target.parent / f".{target.stem}.verdicts.running"
+    shutil.rmtree(saved, ignore_errors=True)
     previous = os.environ.get(VERDICTS_ENV)
-    os.environ[VERDICTS_ENV] = str(target.parent / "verdicts")
+    os.environ[VERDICTS_ENV] = str(saved)
     try:
         for attempt in range(KERNEL_START_ATTEMPTS):
             try:
@@ -138,6 +171,12 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
         clean_executed(tmp)
         set_title(tmp, page.title)
         failed = failed_models(tmp)
+        verdicts = sorted(saved.glob("*.json"))
+        if not failed:
+            PageCache().store(_page_key(page, profile, root), tmp, verdicts)
+        for v in verdicts:
+            (target.parent / "verdicts").mkdir(exist_ok=True)
+            os.replace(v, target.parent / "verdicts" / v.name)
         os.replace(tmp, target)
         if failed:
             raise PartialPageError(f"page {page.id} was written without these failed models: {', '.join(failed)} "
@@ -145,6 +184,7 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
     finally:
         if tmp.exists():
             tmp.unlink()
+        shutil.rmtree(saved, ignore_errors=True)
         if previous is None:
             os.environ.pop(VERDICTS_ENV, None)
         else:
@@ -165,12 +205,14 @@ STALE_AFTER_S = 3600.0
 
 
 def remove_leftovers(root: Path, out: Path | None = None, stale_after_s: float = STALE_AFTER_S) -> list[Path]:
-    """Delete what killed runs leave behind: half-written pages (``.<page>.running.ipynb``) and
+    """Delete what killed runs leave behind: half-written pages (``.<page>.running.ipynb``) and their verdicts
+    (``.<page>.verdicts.running/``), and
     half-converted GGUF work folders (``<models>/.<key>-*``) older than ``stale_after_s``."""
     from ..config import models_root
 
     now = time.time()
     found = list((out or root / "book").glob(".*.running.ipynb"))
+    found += [p for p in (out or root / "book").glob(".*.verdicts.running") if p.is_dir()]
     if models_root().is_dir():
         found += [p for p in models_root().glob(".*-*") if p.is_dir()]
     removed = []
@@ -199,11 +241,18 @@ def build_html(root: Path) -> int:
     return subprocess.call(cmd, cwd=root)
 
 
-def _run_one(k: int, n: int, page: Page, profile: str, root: Path, out: Path | None) -> tuple[str, str] | None:
-    """Run page ``k`` of ``n`` with progress lines; the failure as ``(page id, message)``, or ``None``."""
+def _run_one(k: int, n: int, page: Page, profile: str, root: Path, out: Path | None,
+             reuse: bool = False) -> tuple[str, str] | None:
+    """Run page ``k`` of ``n`` with progress lines (with ``reuse``, copy its stored copy when its inputs are
+    unchanged); the failure as ``(page id, message)``, or ``None``."""
     print(f"[sinkframes] [{k}/{n}] {page.id} ({profile}) ...", flush=True)
     t0 = time.time()
     try:
+        if reuse and not page.run_last:
+            target = target_of(page, root, out)
+            if restore_page(page, profile, root, target):
+                print(f"[sinkframes] [{k}/{n}] {page.id}: reused, its inputs are unchanged -> {target}", flush=True)
+                return None
         path = run_page(page, profile, root, out)
         print(f"[sinkframes] [{k}/{n}] {page.id}: ok in {time.time() - t0:.0f} s -> {path}", flush=True)
         return None
@@ -228,7 +277,7 @@ def _worker_init(counter: Any, jobs: int, n_gpus: int) -> None:
 
 
 def _run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root: Path, out: Path | None,
-                    jobs: int) -> list[tuple[str, str]]:
+                    jobs: int, reuse: bool) -> list[tuple[str, str]]:
     """Run independent pages in ``jobs`` worker processes (each page still atomic); their failures."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
@@ -242,7 +291,7 @@ def _run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root
     print(f"[sinkframes] {len(numbered)} pages in {workers} worker processes", flush=True)
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
                              initargs=(counter, workers, n_gpus)) as pool:
-        futures = [pool.submit(_run_one, k, n, page, profile, root, out) for k, page in numbered]
+        futures = [pool.submit(_run_one, k, n, page, profile, root, out, reuse) for k, page in numbered]
         return [f for fut in futures if (f := fut.result())]
 
 
@@ -251,7 +300,7 @@ EXECUTORS = ("local", "ray")
 
 
 def _run_on_ray(numbered: list[tuple[int, Page]], n: int, profile: str, root: Path, out: Path | None,
-                address: str | None) -> list[tuple[str, str]]:
+                address: str | None, reuse: bool) -> list[tuple[str, str]]:
     """Run independent pages as Ray tasks (one GPU each when the cluster has GPUs); their failures.
 
     The result cache (``SINKFRAMES_CACHE``), the book folder and ``out`` must be on a file system every
@@ -273,7 +322,7 @@ def _run_on_ray(numbered: list[tuple[int, Page]], n: int, profile: str, root: Pa
         gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
         task = ray.remote(num_cpus=1, num_gpus=gpus)(_run_one)
         print(f"[sinkframes] {len(numbered)} pages as Ray tasks ({'one GPU each' if gpus else 'CPU'})", flush=True)
-        results = ray.get([task.remote(k, n, page, profile, root, out) for k, page in numbered])
+        results = ray.get([task.remote(k, n, page, profile, root, out, reuse) for k, page in numbered])
         return [f for f in results if f]
     finally:
         if started:
@@ -289,12 +338,14 @@ def build(
     jobs: int = 1,
     executor: str = "local",
     ray_address: str | None = None,
+    reuse: bool = False,
 ) -> int:
     """Run the chosen pages (all by default) with ``profile``, then build the HTML unless ``html`` is false
     or the pages go to ``out_dir``. ``jobs`` > 1 runs independent pages in that many worker processes;
     ``executor="ray"`` runs them as Ray tasks instead (on the cluster at ``ray_address``, else on a local
-    Ray instance). The pages that read the others' results (the scorecard) run after them, here. Returns
-    the exit status."""
+    Ray instance). The pages that read the others' results (the scorecard) run after them, here. With
+    ``reuse`` a page whose inputs are unchanged since it last ran to the end is copied from the page cache
+    instead of executed (``page_cache``; the scorecard always runs). Returns the exit status."""
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
     root = repo_root()
@@ -323,11 +374,11 @@ def build(
     last = [(k, page) for k, page in numbered if page.run_last]  # they read what the others saved: after them
     n = len(chosen)
     if executor == "ray":
-        failures += _run_on_ray(first, n, profile, root, out, ray_address)
+        failures += _run_on_ray(first, n, profile, root, out, ray_address, reuse)
     elif jobs > 1 and len(first) > 1:
-        failures += _run_in_workers(first, n, profile, root, out, jobs)
+        failures += _run_in_workers(first, n, profile, root, out, jobs, reuse)
     else:
-        failures += [f for k, page in first if (f := _run_one(k, n, page, profile, root, out))]
+        failures += [f for k, page in first if (f := _run_one(k, n, page, profile, root, out, reuse))]
     failures += [f for k, page in last if (f := _run_one(k, n, page, profile, root, out))]
     status = 0
     if failures:

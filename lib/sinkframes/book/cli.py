@@ -75,7 +75,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from .batch import build
 
     return build(profile=args.profile, pages=args.pages, out_dir=args.out, html=not args.no_html, jobs=args.jobs,
-                 executor=args.executor, ray_address=args.ray_address)
+                 executor=args.executor, ray_address=args.ray_address, reuse=args.reuse)
 
 
 def _cmd_toc(args: argparse.Namespace) -> int:
@@ -166,6 +166,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-html", action="store_true", help="skip the jupyter-book build")
     b.add_argument("--jobs", type=int, default=1,
                    help="run independent pages in this many worker processes (default 1: one after another)")
+    b.add_argument("--reuse", action="store_true",
+                   help="copy a page whose template, parameters, library and installed software are unchanged "
+                        "since it last ran to the end, instead of executing it (make book does)")
     b.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local: this machine's processes (--jobs); ray: Ray tasks, one GPU each where there are GPUs")
     b.add_argument("--ray-address", default=None,

@@ -1,0 +1,71 @@
+"""``build(reuse=True)`` copies a page whose inputs are unchanged instead of executing it (``book.page_cache``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sinkframes.book import batch, manifest, page_cache
+from tests.conftest import ROOT
+
+M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
+PAGE = M.page("softmax_geometry")
+SUB = manifest.Manifest(root=M.root, back_matter=M.back_matter, pages=[PAGE])
+
+
+def _key(template: Path, params: dict, root: Path = ROOT) -> dict:
+    return page_cache.page_key(PAGE.id, PAGE.title, template, params, "smoke", root)
+
+
+def test_the_key_changes_with_the_template_the_parameters_and_a_named_file(tmp_path):
+    template = tmp_path / "page.ipynb"
+    template.write_text("{}")
+    data = tmp_path / "sentences.csv"
+    data.write_text("text\na\n")
+    params = {"n_sentences": 6, "csv_path": str(data)}
+    first = _key(template, params)
+    assert _key(template, dict(params)) == first  # the same inputs make the same key
+    assert _key(template, {**params, "n_sentences": 7}) != first
+    data.write_text("text\nb\n")
+    assert _key(template, params) != first  # the file a parameter names enters by content
+    data.write_text("text\na\n")
+    template.write_text('{"cells": []}')
+    assert _key(template, params) != first
+    assert first["library"] == page_cache.library_digest() and first["environment"] == page_cache.environment_digest()
+
+
+def _no_kernel(*args, **kwargs):
+    raise AssertionError("a kernel was started")
+
+
+@pytest.mark.slow
+def test_an_unchanged_page_is_copied_with_its_verdicts_and_rerun_only_when_asked(tmp_path, monkeypatch, capsys):
+    first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
+    assert batch.build(profile="smoke", out_dir=str(first), html=False, manifest=SUB, reuse=True) == 0
+    assert "ok in" in capsys.readouterr().out  # nothing stored yet: the page ran
+    name = Path(PAGE.output).name
+    saved = sorted(p.name for p in (first / "verdicts").glob("*.json"))
+    assert saved == [f"{PAGE.id}.json"]
+    assert not list(first.glob(".*running*"))  # the page's private verdict folder is gone
+
+    import papermill
+
+    monkeypatch.setattr(papermill, "execute_notebook", _no_kernel)
+    assert batch.build(profile="smoke", out_dir=str(second), html=False, manifest=SUB, reuse=True) == 0
+    assert "reused, its inputs are unchanged" in capsys.readouterr().out
+    assert (second / name).read_bytes() == (first / name).read_bytes()
+    assert (second / "verdicts" / saved[0]).read_bytes() == (first / "verdicts" / saved[0]).read_bytes()
+
+    # without reuse the page executes (here the stand-in kernel refuses, so the build fails)
+    assert batch.build(profile="smoke", out_dir=str(third), html=False, manifest=SUB) == 1
+    assert not (third / name).exists()
+
+
+def test_a_page_that_failed_is_not_stored_and_leaves_no_verdicts(tmp_path, monkeypatch):
+    import papermill
+
+    monkeypatch.setattr(papermill, "execute_notebook", _no_kernel)
+    assert batch.build(profile="smoke", out_dir=str(tmp_path), html=False, manifest=SUB, reuse=True) == 1
+    assert not (page_cache.PageCache().dir).exists() or not any(page_cache.PageCache().dir.iterdir())
+    assert not (tmp_path / "verdicts").exists() and not list(tmp_path.glob(".*running*"))
