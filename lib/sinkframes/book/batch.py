@@ -320,7 +320,7 @@ def _run_on_ray(numbered: list[tuple[int, Page]], n: int, profile: str, root: Pa
         ray.init(address=address, runtime_env={"env_vars": env}, include_dashboard=False, log_to_driver=True)
     try:
         gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
-        task = ray.remote(num_cpus=1, num_gpus=gpus)(_run_one)
+        task: Any = ray.remote(num_cpus=1, num_gpus=gpus)(_run_one)  # Ray's typing stops at five arguments
         print(f"[sinkframes] {len(numbered)} pages as Ray tasks ({'one GPU each' if gpus else 'CPU'})", flush=True)
         results = ray.get([task.remote(k, n, page, profile, root, out, reuse) for k, page in numbered])
         return [f for f in results if f]
