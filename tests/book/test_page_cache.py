@@ -12,6 +12,7 @@ from tests.conftest import ROOT
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
 PAGE = M.page("softmax_geometry")
 SUB = manifest.Manifest(root=M.root, back_matter=M.back_matter, pages=[PAGE])
+WITH_SCORECARD = manifest.Manifest(root=M.root, back_matter=M.back_matter, pages=[PAGE, M.page("scorecard")])
 
 
 def _key(template: Path, params: dict, root: Path = ROOT) -> dict:
@@ -39,6 +40,14 @@ def _no_kernel(*args, **kwargs):
     raise AssertionError("a kernel was started")
 
 
+def _only_the_scorecard(run_page):
+    def run(page, *args, **kwargs):
+        assert page.id == "scorecard", f"{page.id} was executed"
+        return run_page(page, *args, **kwargs)
+
+    return run
+
+
 @pytest.mark.slow
 def test_an_unchanged_page_is_copied_with_its_verdicts_and_rerun_only_when_asked(tmp_path, monkeypatch, capsys):
     first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
@@ -49,15 +58,20 @@ def test_an_unchanged_page_is_copied_with_its_verdicts_and_rerun_only_when_asked
     assert saved == [f"{PAGE.id}.json"]
     assert not list(first.glob(".*running*"))  # the page's private verdict folder is gone
 
-    import papermill
-
-    monkeypatch.setattr(papermill, "execute_notebook", _no_kernel)
-    assert batch.build(profile="smoke", out_dir=str(second), html=False, manifest=SUB, reuse=True) == 0
-    assert "reused, its inputs are unchanged" in capsys.readouterr().out
+    real_run_page = batch.run_page
+    monkeypatch.setattr(batch, "run_page", _only_the_scorecard(real_run_page))
+    # the scorecard (which always runs) reads the verdicts the reused page brought back
+    assert batch.build(profile="smoke", out_dir=str(second), html=False, manifest=WITH_SCORECARD, reuse=True) == 0
+    out = capsys.readouterr().out
+    assert f"{PAGE.id}: reused, its inputs are unchanged" in out and "scorecard: ok in" in out
     assert (second / name).read_bytes() == (first / name).read_bytes()
     assert (second / "verdicts" / saved[0]).read_bytes() == (first / "verdicts" / saved[0]).read_bytes()
 
     # without reuse the page executes (here the stand-in kernel refuses, so the build fails)
+    import papermill
+
+    monkeypatch.setattr(batch, "run_page", real_run_page)
+    monkeypatch.setattr(papermill, "execute_notebook", _no_kernel)
     assert batch.build(profile="smoke", out_dir=str(third), html=False, manifest=SUB) == 1
     assert not (third / name).exists()
 

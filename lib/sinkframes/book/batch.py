@@ -142,10 +142,12 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
     target = target_of(page, root, out_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.stem}.running.ipynb")
-    # the page saves its verdicts in a folder of its own; they join the others (next to the executed copies,
-    # where the scorecard page reads them) only when the page ran to the end
-    saved = target.parent / f".{target.stem}.verdicts.running"
-    shutil.rmtree(saved, ignore_errors=True)
+    # a page saves its verdicts in a folder of its own; they join the others (next to the executed copies)
+    # only when the page ran to the end. The pages that run last (the scorecard) read them there.
+    shared = target.parent / "verdicts"
+    saved = shared if page.run_last else target.parent / f".{target.stem}.verdicts.running"
+    if saved != shared:
+        shutil.rmtree(saved, ignore_errors=True)
     previous = os.environ.get(VERDICTS_ENV)
     os.environ[VERDICTS_ENV] = str(saved)
     try:
@@ -171,12 +173,13 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
         clean_executed(tmp)
         set_title(tmp, page.title)
         failed = failed_models(tmp)
-        verdicts = sorted(saved.glob("*.json"))
-        if not failed:
-            PageCache().store(_page_key(page, profile, root), tmp, verdicts)
-        for v in verdicts:
-            (target.parent / "verdicts").mkdir(exist_ok=True)
-            os.replace(v, target.parent / "verdicts" / v.name)
+        if saved != shared:
+            verdicts = sorted(saved.glob("*.json"))
+            if not failed:
+                PageCache().store(_page_key(page, profile, root), tmp, verdicts)
+            for v in verdicts:
+                shared.mkdir(exist_ok=True)
+                os.replace(v, shared / v.name)
         os.replace(tmp, target)
         if failed:
             raise PartialPageError(f"page {page.id} was written without these failed models: {', '.join(failed)} "
@@ -184,7 +187,8 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
     finally:
         if tmp.exists():
             tmp.unlink()
-        shutil.rmtree(saved, ignore_errors=True)
+        if saved != shared:
+            shutil.rmtree(saved, ignore_errors=True)
         if previous is None:
             os.environ.pop(VERDICTS_ENV, None)
         else:
