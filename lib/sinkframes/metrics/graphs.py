@@ -43,7 +43,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from scipy.sparse import csr_matrix
-from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
+from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
+
+try:  # the kernel behind ``csr_matrix @ vector``; without it the public product gives the same numbers
+    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
+except ImportError:  # pragma: no cover - a SciPy that moved it
+    _csr_matvec = None
 
 from ..tensors import require_finite
 from ..types import MODES, Mode, check_mode
@@ -190,12 +195,33 @@ def arpack_start(n: int) -> np.ndarray:
     return np.random.default_rng(n).uniform(-1.0, 1.0, n)
 
 
+class _CsrOperator(LinearOperator):
+    """A CSR matrix as ARPACK's operator, with the product computed by the kernel ``csr_matrix @ x`` uses
+    (so ARPACK sees the same numbers and takes the same steps) but without the checks and dispatch each
+    of its many small products would otherwise pay."""
+
+    def __init__(self, m: csr_matrix) -> None:
+        super().__init__(dtype=np.float64, shape=m.shape)
+        self.m = m
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        if _csr_matvec is None or x.ndim != 1:
+            return np.asarray(self.m @ x)
+        y = np.zeros(self.shape[0], dtype=np.float64)
+        _csr_matvec(self.shape[0], self.shape[1], self.m.indptr, self.m.indices, self.m.data, x, y)
+        return y
+
+    def _matvec(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self.m @ x)
+
+
 def arpack_smallest(lap: np.ndarray, k: int = 3) -> np.ndarray:
     """The ``k`` smallest eigenvalues of a Laplacian as ``laplacian.ipynb`` finds them above 50 nodes:
-    ARPACK ``eigsh(which="SM")`` (from :func:`arpack_start`), the dense solver when ARPACK fails."""
+    ARPACK ``eigsh(which="SM")`` on the sparse Laplacian (from :func:`arpack_start`), the dense solver when
+    ARPACK fails."""
     n = lap.shape[0]
     try:
-        ev = eigsh(csr_matrix(lap), k=k, which="SM", v0=arpack_start(n), return_eigenvectors=False)
+        ev = eigsh(_CsrOperator(csr_matrix(lap)), k=k, which="SM", v0=arpack_start(n), return_eigenvectors=False)
     except (ArpackNoConvergence, ArpackError):
         ev = np.linalg.eigvalsh(lap)[:k]
     ev = np.sort(np.asarray(ev, dtype=np.float64))
