@@ -81,14 +81,14 @@ def test_attention_computed_a_row_at_a_time_gives_the_same_numbers(ref, texts, m
 
     whole = extract.summarize_layers(ref, texts, ColumnStats(), batch_size=4, **KW)
     calls: list[int] = []
-    real_rows = streaming.call_rows
+    real_layer = ColumnStats.layer
     monkeypatch.setattr(streaming, "STREAM_CALL_FLOATS", 1)  # every call holds one row
 
-    def counted(lm: Any, batch: int, tokens: int) -> int:
-        calls.append(real_rows(lm, batch, tokens))
-        return calls[-1]
+    def counted(self: ColumnStats, index: int, weights: torch.Tensor, lengths: list[int], causal: bool) -> list:
+        calls.append(weights.shape[0])  # the rows one attention call computed
+        return real_layer(self, index, weights, lengths, causal)
 
-    monkeypatch.setattr(streaming, "call_rows", counted)
+    monkeypatch.setattr(ColumnStats, "layer", counted)
     batching._LAST_MODEL.clear()
     sliced = extract.summarize_layers(ref, texts, ColumnStats(), batch_size=4, use_cache=False, **KW)
     assert calls and set(calls) == {1}
@@ -106,12 +106,12 @@ def test_row_slices_of_a_layer_read_twice_are_refused(texts, monkeypatch):
     input_ids, mask = batching.pad_batch(ids, batching.pad_id(lm.tokenizer))
     real_hook = hooks.attention_hook
 
-    def twice(model: Any, *, read: Any = None, edit: Any = None, rows: Any = None) -> Any:
+    def twice(model: Any, *, read: Any = None, edit: Any = None, max_weights: Any = None) -> Any:
         def read_twice(call: Any) -> None:
             read(call)
             read(call)  # the same rows again
 
-        return real_hook(model, read=read_twice, edit=edit, rows=rows)
+        return real_hook(model, read=read_twice, edit=edit, max_weights=max_weights)
 
     monkeypatch.setattr(streaming, "attention_hook", twice)
     with pytest.raises(models.UnsupportedArchitectureError, match="called twice"):

@@ -145,8 +145,9 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
     # a page saves its verdicts in a folder of its own; they join the others (next to the executed copies)
     # only when the page ran to the end. The pages that run last (the scorecard) read them there.
     shared = target.parent / "verdicts"
-    saved = shared if page.run_last else target.parent / f".{target.stem}.verdicts.running"
-    if saved != shared:
+    private = not page.run_last
+    saved = target.parent / f".{target.stem}.verdicts.running" if private else shared
+    if private:
         shutil.rmtree(saved, ignore_errors=True)
     previous = os.environ.get(VERDICTS_ENV)
     os.environ[VERDICTS_ENV] = str(saved)
@@ -173,7 +174,7 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
         clean_executed(tmp)
         set_title(tmp, page.title)
         failed = failed_models(tmp)
-        if saved != shared:
+        if private:
             verdicts = sorted(saved.glob("*.json"))
             if not failed:
                 PageCache().store(_page_key(page, profile, root), tmp, verdicts)
@@ -187,7 +188,7 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
     finally:
         if tmp.exists():
             tmp.unlink()
-        if saved != shared:
+        if private:
             shutil.rmtree(saved, ignore_errors=True)
         if previous is None:
             os.environ.pop(VERDICTS_ENV, None)

@@ -13,10 +13,12 @@ attention layers:
   RoPE (and after any query/key norm), values, mask, scaling, the weights and the output before
   the output projection (after the edit, if there is one).
 
-``rows=k`` calls the original function on ``k`` batch rows at a time, so one call's scores and
-weights cover ``k`` samples instead of the whole batch (the bounded-memory path of
-``extraction.streaming``); ``read`` then sees each slice with its ``first_row``, and the model is
-handed ``None`` for the weights (use it only with ``output_attentions=False``).
+``max_weights=w`` calls the original function on as many batch rows at a time as keep one call's
+weights ``[rows, head, query, key]`` within ``w`` floats (at least one row; sizes read off each
+call's query and key), so one layer's scores and weights never exist for the whole batch (the
+bounded-memory path of ``extraction.streaming``); ``read`` then sees each slice with its
+``first_row``, and the model is handed ``None`` for the weights (use it only with
+``output_attentions=False``).
 
 The original functions are restored on exit, also when the block raises.
 """
@@ -52,7 +54,7 @@ class AttentionCall:
     softcap: float | None
     weights: torch.Tensor  # [batch, head, query, key]   post-softmax (after the edit)
     output: torch.Tensor  # [batch, token, head, dim]    weights @ values, before the output projection
-    first_row: int = 0  # the batch row the call's first row is (non-zero only with ``attention_hook(rows=...)``)
+    first_row: int = 0  # the batch row of this call's first row (non-zero only with ``max_weights``)
 
 
 Read = Callable[[AttentionCall], None]
@@ -120,15 +122,19 @@ def _eager_modules(layers: list[tuple[torch.nn.Module, torch.nn.Module]], model:
 
 @contextmanager
 def attention_hook(
-    model: torch.nn.Module, *, read: Read | None = None, edit: Edit | None = None, rows: int | None = None
+    model: torch.nn.Module,
+    *,
+    read: Read | None = None,
+    edit: Edit | None = None,
+    max_weights: int | None = None,
 ) -> Iterator[list[tuple[torch.nn.Module, torch.nn.Module]]]:
     """Within the block, every eager attention call of ``model`` is read and/or edited.
 
-    ``rows``: call the original attention on at most this many batch rows at a time (see the module
-    docstring). Yields the ``(attention module, output projection)`` pairs, in layer order.
+    ``max_weights``: call the original attention on row slices of the batch holding at most this many
+    weights each (see the module docstring). Yields the ``(attention module, output projection)`` pairs, in layer order.
     """
-    if rows is not None and rows < 1:
-        raise ValueError(f"rows must be a positive number of batch rows, got {rows}")
+    if max_weights is not None and max_weights < 1:
+        raise ValueError(f"max_weights must be a positive number of attention weights, got {max_weights}")
     layers = attention_layers(model)
     index = {id(att): k for k, (att, _) in enumerate(layers)}
     patched: list[tuple[ModuleType, Callable[..., Any]]] = []
@@ -143,8 +149,9 @@ def attention_hook(
             *args: Any,
             **kwargs: Any,
         ) -> tuple[torch.Tensor, torch.Tensor | None]:
-            batch = query.shape[0]
-            if rows is None or rows >= batch:
+            batch, heads, tokens = query.shape[0], query.shape[1], query.shape[2]
+            rows = batch if max_weights is None else max(1, max_weights // (heads * tokens * key.shape[2]))
+            if rows >= batch:
                 return one_call(module, query, key, value, attention_mask, 0, *args, **kwargs)
             outs = []
             for s in range(0, batch, rows):

@@ -84,16 +84,6 @@ class SampleLayerReducer(ABC):
         return out
 
 
-def call_rows(lm: models.LoadedModel, batch: int, tokens: int) -> int:
-    """How many batch rows one attention call may hold so that its weights stay within
-    ``STREAM_CALL_FLOATS`` (at least one row): a batch of short sentences runs in one call, a batch of
-    long ones a row or a few at a time."""
-    cfg: Any = lm.model.config
-    cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
-    heads = int(getattr(cfg, "num_attention_heads", 1) or 1)
-    return max(1, min(batch, STREAM_CALL_FLOATS // max(1, heads * tokens * tokens)))
-
-
 def _reduce_batch(
     lm: models.LoadedModel,
     net: torch.nn.Module,
@@ -104,8 +94,8 @@ def _reduce_batch(
 ) -> list[list[Any]]:
     """One forward pass of a padded batch; ``[layer][sample]`` reducer outputs, checked complete and finite.
 
-    The attention runs on row slices of the batch (:func:`call_rows`), and each slice is reduced and
-    dropped before the next is computed."""
+    The attention runs on row slices of the batch (at most ``STREAM_CALL_FLOATS`` weights each), and each
+    slice is reduced and dropped before the next is computed."""
     causal = lm.record.causal
     per_layer: dict[int, list[Any]] = {}  # layer -> one output per sample of the batch, in row order
     seen: dict[int, int] = {}  # layer -> rows its calls have covered so far
@@ -128,8 +118,7 @@ def _reduce_batch(
             raise ValueError(f"{type(reducer).__name__}.layer returned {len(outs)} outputs for a batch of {len(part)}")
         per_layer.setdefault(call.layer, []).extend(outs)
 
-    rows = call_rows(lm, input_ids.shape[0], input_ids.shape[1])
-    with attention_hook(lm.model, read=read, rows=rows) as layers:
+    with attention_hook(lm.model, read=read, max_weights=STREAM_CALL_FLOATS) as layers:
         forward(lm, net, input_ids, mask, output_attentions=False)
     raise_non_finite(lm, bad)
     missing = [k for k in range(len(layers)) if seen.get(k, 0) != len(lengths)]
