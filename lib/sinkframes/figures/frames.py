@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from .heatmap import heatmap
 from .style import _short, _style, finish, model_colour
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def attention_maps(examples: Sequence[Extraction], sample: int = 0,
         for c, depth in enumerate(layers):
             layer = int(round(depth * (n_layers - 1)))
             ax = axes[r, c]
-            sns.heatmap(att[layer].mean(0).numpy(), ax=ax, cmap="magma", vmin=0, vmax=1, square=True,
+            heatmap(ax, att[layer].mean(0).numpy(), cmap="magma", vmin=0, vmax=1, square=True,
                         cbar=c == len(layers) - 1, xticklabels=toks, yticklabels=toks)
             ax.tick_params(labelsize=6)
             ax.set_title(f"{ex.record['ref']}: layer {layer}", fontsize=10)
@@ -98,7 +99,7 @@ def heads_heatmap(frames: Sequence[ModelResult], measure: str, title: str) -> Fi
     _style()
     fig, axes = plt.subplots(1, len(frames), figsize=(3.6 * len(frames), 3.8), squeeze=False, layout="constrained")
     for ax, f in zip(axes[0], frames, strict=True):
-        sns.heatmap(f.heads[measure], ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
+        heatmap(ax, f.heads[measure], vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
         ax.set_title(f.ref, fontsize=10)
         ax.set_xlabel("head")
         ax.set_ylabel("layer")

@@ -10,6 +10,7 @@ import pandas as pd
 import seaborn as sns
 
 from ..types import MODES
+from .heatmap import heatmap
 from .style import _style, finish, model_colour
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def per_head(results: Sequence[ModelResult], measure: str, title: str, center: f
     for ax, r in zip(axes[0], results, strict=True):
         data = r.heads[measure]  # [layer, head] (key norms: [layer, kv_head])
         step = max(1, data.shape[0] // 10)
-        sns.heatmap(data, ax=ax, cmap="coolwarm" if center is not None else "viridis", center=center, yticklabels=step)
+        heatmap(ax, data, cmap="coolwarm" if center is not None else "viridis", center=center, yticklabels=step)
         ax.set_title(r.ref, fontsize=10)
         ax.set_xlabel("KV head" if measure == "key_norm_ratio" else "head")
         ax.set_ylabel("layer")

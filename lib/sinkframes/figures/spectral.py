@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from ..analyses import spectral as sp
 from ..metrics.graphs import PAPER_THRESHOLDS
+from .heatmap import heatmap
 from .style import _style, finish, model_colour
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def head_heatmaps(models: Sequence[ModelResult], metric: str) -> Figure:
     _style()
     fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.8), squeeze=False, layout="constrained")
     for ax, ms in zip(axes[0], models, strict=True):
-        sns.heatmap(sp.head_table(ms, metric), ax=ax, vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
+        heatmap(ax, sp.head_table(ms, metric), vmin=0, vmax=1, cmap="viridis", cbar=ax is axes[0][-1])
         ax.set_title(ms.ref, fontsize=10)
         ax.set_xlabel("head")
         ax.set_ylabel("layer")

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 
 from ..analyses import topology as atopo
 from ..metrics import topology as topo
+from .heatmap import heatmap
 from .style import _style, finish, model_colour
 
 if TYPE_CHECKING:
@@ -114,6 +114,6 @@ def specialization_heatmaps(tables: Sequence[pd.DataFrame]) -> Figure:
         for r, (col, lab) in enumerate((("position consistency", "by position (corrected)"),
                                         ("faithful consistency", "by string (faithful)"))):
             grid = t.pivot(index="layer", columns="head", values=col)
-            sns.heatmap(grid, ax=axes[r, c], vmin=0, vmax=1, cmap="viridis", cbar=c == len(tables) - 1)
+            heatmap(axes[r, c], grid, vmin=0, vmax=1, cmap="viridis", cbar=c == len(tables) - 1)
             axes[r, c].set_title(f"{t['model'].iloc[0]}: {lab}", fontsize=9)
     return finish(fig)
