@@ -60,16 +60,16 @@ def test_auto_labels_are_thinned_to_fit_and_an_int_keeps_every_kth():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "2"]
 
 
-def test_labels_wider_than_their_cells_turn_and_narrow_ones_do_not():
+def test_column_labels_wider_than_their_cells_turn_and_narrow_ones_do_not():
     fig, ax = plt.subplots(figsize=(3, 3))
     words = [f"a_long_token_{i}" for i in range(12)]
     heatmap(ax, np.zeros((12, 12)), xticklabels=words, yticklabels=words)
     assert {t.get_rotation() for t in ax.get_xticklabels()} == {90.0}
-    assert {t.get_rotation() for t in ax.get_yticklabels()} == {0.0}  # overlapping row labels read across
+    assert {t.get_rotation() for t in ax.get_yticklabels()} == {0.0}  # row labels always read across
     fig, ax = plt.subplots(figsize=(6, 6))
     heatmap(ax, np.zeros((3, 3)), xticklabels=["a", "b", "c"], yticklabels=["a", "b", "c"])
     assert {t.get_rotation() for t in ax.get_xticklabels()} == {0.0}
-    assert {t.get_rotation() for t in ax.get_yticklabels()} == {90.0}  # seaborn's default when they fit
+    assert {t.get_rotation() for t in ax.get_yticklabels()} == {0.0}
 
 
 def test_unknown_label_option_is_refused():

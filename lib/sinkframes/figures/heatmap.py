@@ -3,9 +3,11 @@
 ``seaborn.heatmap`` draws the whole figure after every heatmap to decide whether tick labels overlap;
 on a figure of many panels under the constrained layout each of those draws lays out every panel
 again, which made a 3 x 3 grid of per-token maps take about 20 s. :func:`heatmap` draws the same
-thing (a ``pcolormesh`` with the first row on top, tick labels at the cell centres, thinned when they
-would not fit, a colorbar, a colour map recentred on ``center``) and decides the label rotation from
-the labels' measured text widths against the cell size, with no figure draw at all.
+thing (a ``pcolormesh`` with the first row on top, tick labels at the cell centres, a colorbar, a colour
+map recentred on ``center``) with no figure draw at all. Labels are laid out for the size the book
+prints them at (``style.MIN_FONT_PT`` at least, which ``style.finish`` enforces), thinned to one per
+``LABEL_SPACING`` font heights, and column labels turn vertical when the widest, as measured by the
+renderer, is wider than its cells; row labels always read across.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ from matplotlib.collections import QuadMesh
 from matplotlib.colors import Colormap, ListedColormap
 from matplotlib.font_manager import FontProperties
 
+from .style import MIN_FONT_PT
+
 Labels = bool | int | str | Sequence[Any]
+
+#: thinned labels are at least this many font heights apart (room for the layout to shrink the axes)
+LABEL_SPACING = 1.4
 
 
 def recentred(cmap: Colormap, vmin: float, vmax: float, center: float) -> Colormap:
@@ -50,11 +57,11 @@ def _labels(given: Labels, index: Sequence[Any]) -> tuple[list[Any], int | None]
 
 
 def _step_to_fit(ax: Axes, n: int, axis: int, fontsize: float) -> int:
-    """The smallest step ``k`` such that every ``k``-th of ``n`` labels, one font height apart, fits the
-    axis's length (seaborn's ``"auto"`` rule)."""
+    """The smallest step ``k`` such that every ``k``-th of ``n`` labels, ``LABEL_SPACING`` font heights
+    apart, fits the axis's length (seaborn's ``"auto"`` rule, with more room)."""
     box = ax.get_window_extent().transformed(ax.figure.dpi_scale_trans.inverted())
     length_in = [box.width, box.height][axis]
-    fit = int(length_in // (fontsize / 72))
+    fit = int(length_in // (LABEL_SPACING * fontsize / 72))
     return n // fit + 1 if fit >= 1 else max(n, 1)
 
 
@@ -104,18 +111,17 @@ def heatmap(
         ax.figure.colorbar(mesh, ax=ax).outline.set_linewidth(0)
     sizes = (mpl.rcParams["xtick.labelsize"], mpl.rcParams["ytick.labelsize"])
     for axis, (given, index) in enumerate(((xticklabels, frame.columns), (yticklabels, frame.index))):
-        fontsize = FontProperties(size=sizes[axis]).get_size_in_points()
+        fontsize = max(FontProperties(size=sizes[axis]).get_size_in_points(), MIN_FONT_PT)
         labels, step = _labels(given, list(index))
         if step is None:
             step = _step_to_fit(ax, len(labels), axis, fontsize)
         shown = [str(t) for t in labels[::step]]
         ticks = np.arange(len(labels))[::step] + 0.5
-        cell_in = _cell_size_in(ax, axis, n_cols if axis == 0 else n_rows) * step
-        crowded = _widest_in(ax, shown, fontsize) > cell_in
         if axis == 0:
+            crowded = _widest_in(ax, shown, fontsize) > _cell_size_in(ax, axis, n_cols) * step
             ax.set_xticks(ticks, shown, rotation="vertical" if crowded else 0)
-        else:  # seaborn's default: vertical row labels, turned horizontal when they would overlap
-            ax.set_yticks(ticks, shown, rotation=0 if crowded else "vertical", va="center")
+        else:
+            ax.set_yticks(ticks, shown, rotation=0, va="center")
     if frame.columns.name is not None:
         ax.set_xlabel(str(frame.columns.name))
     if frame.index.name is not None:
