@@ -36,6 +36,15 @@ def test_the_key_changes_with_the_template_the_parameters_and_a_named_file(tmp_p
     assert first["library"] == page_cache.library_digest() and first["environment"] == page_cache.environment_digest()
 
 
+def test_a_page_computed_from_uncommitted_code_is_not_reused_once_it_is_committed(tmp_path, monkeypatch):
+    template = tmp_path / "page.ipynb"
+    template.write_text("{}")
+    monkeypatch.setattr(page_cache, "library_has_local_changes", lambda: True)
+    dirty = _key(template, {})
+    monkeypatch.setattr(page_cache, "library_has_local_changes", lambda: False)
+    assert _key(template, {}) != dirty
+
+
 def _no_kernel(*args, **kwargs):
     raise AssertionError("a kernel was started")
 
@@ -66,6 +75,12 @@ def test_an_unchanged_page_is_copied_with_its_verdicts_and_rerun_only_when_asked
     assert f"{PAGE.id}: reused, its inputs are unchanged" in out and "scorecard: ok in" in out
     assert (second / name).read_bytes() == (first / name).read_bytes()
     assert (second / "verdicts" / saved[0]).read_bytes() == (first / "verdicts" / saved[0]).read_bytes()
+
+    # a reused page is pinned again to the commit the build runs at (its library is the same)
+    fourth = tmp_path / "fourth"
+    monkeypatch.setattr(batch, "pinned_ref", lambda branch: "abc1234def")
+    assert batch.build(profile="smoke", out_dir=str(fourth), html=False, manifest=SUB, reuse=True) == 0
+    assert "@abc1234def" in (fourth / name).read_text() and "@abc1234def" not in (first / name).read_text()
 
     # without reuse the page executes (here the stand-in kernel refuses, so the build fails)
     import papermill

@@ -121,7 +121,11 @@ def restore_page(page: Page, profile: str, root: Path, target: Path) -> bool:
     verdicts = target.parent / "verdicts"
     for name, data in stored.verdicts.items():
         atomic_write_bytes(verdicts / name, data)
-    atomic_write_bytes(target, stored.notebook)
+    nb = nbformat.reads(stored.notebook.decode(), as_version=4)
+    url, branch = repository(root)
+    set_install_cell(nb, url, pinned_ref(branch), required=False)  # the same library, now at this commit
+    text = nbformat.writes(nb)
+    atomic_write_bytes(target, (text if text.endswith("\n") else text + "\n").encode())  # as nbformat.write
     return True
 
 

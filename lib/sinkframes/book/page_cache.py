@@ -4,10 +4,13 @@ A page's output is decided by its template, its parameters, the library's code a
 software installed beside it (with the models, which install as packages). :func:`page_key` names
 all of them: the template and the library by the sha256 of their bytes, the parameters as they are
 (a parameter naming a local file adds that file's digest), Python and every installed
-distribution by version. ``build --reuse`` looks the key up before starting a kernel: on a hit the
+distribution by version, and whether the library has local changes against its git commit (a page
+computed from uncommitted code is reused only while the code is still uncommitted, so a committed
+book never carries it). ``build --reuse`` looks the key up before starting a kernel: on a hit the
 stored page and the verdicts it saved are copied into place, and nothing runs. Only pages that ran
 to the end with every model are stored; ``make reproduce`` never reuses, it re-executes every page.
-A restored page keeps its own provenance line (the date and commit it was computed at).
+A restored page keeps its own provenance line (the date and commit it was computed at); its install
+cell is pinned again to the current commit, whose library is the same.
 """
 
 from __future__ import annotations
@@ -49,6 +52,13 @@ def library_digest() -> str:
     return h.hexdigest()
 
 
+def library_has_local_changes() -> bool:
+    """Whether the library runs from a git checkout whose ``lib/`` differs from its commit."""
+    from ..report.provenance import library_commit
+
+    return "+" in (library_commit() or "")
+
+
 @functools.cache
 def environment_digest() -> str:
     """sha256 over the Python version and the name and version of every installed distribution."""
@@ -80,6 +90,7 @@ def page_key(page_id: str, title: str, template: Path, params: dict[str, Any], p
         "params": params,
         "files": _local_files(params, root),
         "library": library_digest(),
+        "library_local_changes": library_has_local_changes(),
         "environment": environment_digest(),
     }
 
