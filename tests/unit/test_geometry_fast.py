@@ -1,6 +1,6 @@
-"""The fused sink-geometry and value-space reduction returns exactly what the per-measure reference
-(``tests/unit/geometry_reference.py``, the reducer's version 1) returns, on seeded captures and on the
-captures of tiny models."""
+"""The fused sink-geometry and value-space reduction returns what the per-measure reference
+(``tests/unit/geometry_reference.py``, the reducer's version 1) returns, up to the rounding of the dtype,
+on seeded captures and on the captures of tiny models."""
 
 from __future__ import annotations
 
@@ -59,12 +59,20 @@ def _capture(
 
 
 def _assert_same(expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor]) -> None:
-    """Same keys in the same order, and every tensor equal to the bit (NaN where the reference has NaN)."""
+    """Same keys in the same order, same dtypes and shapes, NaN where the reference has NaN, and every
+    value equal up to the rounding of its dtype: the fused code takes its sums in another order (means
+    over other keys as ``[n, n] @ [n, dim]`` products, reference columns gathered), so float32 values may
+    differ in the last bits. The tolerance is relative to the largest entry of the measure, since a
+    measure that is a difference (the logit parts) can be near zero where its terms are not."""
     assert list(got) == list(expected)
     for name, want in expected.items():
         have = got[name]
         assert have.dtype == want.dtype and have.shape == want.shape, name
-        torch.testing.assert_close(have, want, rtol=0, atol=0, equal_nan=True, msg=lambda m, k=name: f"{k}: {m}")
+        rtol = 1e-12 if want.dtype == torch.float64 else 2e-5
+        finite = want[torch.isfinite(want)]
+        scale = float(finite.abs().max()) if finite.numel() else 1.0
+        torch.testing.assert_close(have, want, rtol=rtol, atol=rtol * max(scale, 1e-6), equal_nan=True,
+                                   msg=lambda m, k=name: f"{k}: {m}")
 
 
 CASES = [
@@ -83,7 +91,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_reducer_equals_the_reference_to_the_bit(case):
+def test_reducer_equals_the_reference(case):
     for seed in range(3):
         cap = _capture(**case, seed=seed)
         _assert_same(ref.reference_reduce(cap, case["causal"]), GeometryValuesReducer()(cap, case["causal"]))

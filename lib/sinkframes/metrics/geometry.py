@@ -144,6 +144,20 @@ def _row_mean(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     return x[..., rows].mean(-1)
 
 
+def _other_mean(m: torch.Tensor, cnt: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``[..., query, dim]``: mean of ``x [..., key, dim]`` over each query's other keys (``m [query, key]``),
+    one ``[n, n] @ [n, dim]`` product instead of a masked ``[query, key]`` matrix per head."""
+    return (m @ x) / cnt.unsqueeze(-1)
+
+
+def _row_dot(q: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``[layer, kv_head, group, query]``: ``q_i . x_i`` for grouped queries ``q [layer, kv_head, group,
+    query, dim]`` and one ``x [layer, kv_head, query, dim]`` per KV head (broadcast over the group; a
+    single row ``x [layer, kv_head, 1, dim]`` is broadcast over the queries too). A broadcast product
+    and a sum: a batched matrix-vector product is several times slower at these sizes."""
+    return (q * x.unsqueeze(2)).sum(-1)
+
+
 def geometry_summary(
     query_pre: torch.Tensor,
     query: torch.Tensor,
@@ -155,51 +169,64 @@ def geometry_summary(
     """All geometry measures of one sample; ``[layer, head]`` (key norms ``[layer, kv_head]``).
 
     The values of :func:`key_norms`, :func:`sink_alignment` (before and after RoPE, suffixes ``_pre`` and
-    ``_post``) and :func:`logit_decomposition`, computed together so that nothing is computed twice (the
-    cosines after RoPE serve both the alignment and the logit split, key norms are taken once per KV head).
-    The same arithmetic as those functions on the same shapes, so the same numbers to the bit.
+    ``_post``) and :func:`logit_decomposition`, computed together and without any ``[query, key]`` matrix:
+    every mean over a query's other keys is linear, so ``mean_j cos(q_i, k_j) = q̂_i . mean_j k̂_j`` and
+    ``mean_j q_i . k_j = q_i . mean_j k_j``, where ``mean_j`` runs over the keys the query sees (one
+    ``[n, n] @ [n, dim]`` product per KV head); query heads are grouped by the KV head they read, so no
+    key is copied per head. The same numbers as those functions up to float32 rounding (the sums are
+    taken in another order; tested).
     """
     _check(query, key)
     _check(query_pre, key_pre)
-    n = query.shape[-2]
-    group = query.shape[1] // key.shape[1]
+    layers, heads, n, dim = query.shape
+    kv = key.shape[1]
+    if heads % kv:
+        raise ValueError(f"{heads} query heads cannot share {kv} KV heads evenly")
     m = other_key_mask(n, causal).float()  # [query, key]
     cnt = m.sum(-1)  # [query]
     rows = cnt > 0  # queries with at least one other key
     if not rows.any():
         raise ValueError("no query has a key other than position 0 (need at least 3 tokens in a causal model)")
     cnt = cnt.clamp_min(1)
+
+    def per_head(x: torch.Tensor) -> torch.Tensor:  # [layer, kv_head, group, ...] -> [layer, head, ...]
+        return x.reshape(layers, heads, *x.shape[3:])
+
     out: dict[str, torch.Tensor] = {}
-    for tag, (q, k) in {"pre": (query_pre.float(), key_pre.float()), "post": (query.float(), key.float())}.items():
-        k_h = expand_kv(k, q.shape[1])  # [layer, head, key, dim]
-        cos = _unit(q) @ _unit(k_h).transpose(-1, -2)  # [layer, head, query, key]
-        cbar = (cos * m).sum(-1) / cnt  # [layer, head, query]: mean cosine to the other keys
-        out[f"cos_to_sink_{tag}"] = cos[..., 1:, 0].mean(-1)
+    for tag, (q_flat, k) in {"pre": (query_pre.float(), key_pre.float()), "post": (query.float(), key.float())}.items():
+        q = q_flat.reshape(layers, kv, heads // kv, n, dim)  # [layer, kv_head, group, query, dim]
+        q_norm = q.norm(dim=-1)  # [layer, kv_head, group, query]
+        qn = q_norm.clamp_min(_EPS)
+        kn = k.norm(dim=-1)  # [layer, kv_head, key]
+        k_unit = k / kn.unsqueeze(-1).clamp_min(_EPS)  # [layer, kv_head, key, dim]
+        to_sink = _row_dot(q, k_unit[:, :, :1])  # [layer, kv_head, group, query]: q_i . k̂_0
+        b0 = per_head(to_sink / qn)  # [layer, head, query]: cosine to key 0
+        cbar = per_head(_row_dot(q, _other_mean(m, cnt, k_unit)) / qn)  # [layer, head, query]
+        out[f"cos_to_sink_{tag}"] = b0[..., 1:].mean(-1)
         out[f"cos_to_others_{tag}"] = _row_mean(cbar, rows)
         if tag == "pre":
             continue
-        kn = k.norm(dim=-1)  # [layer, kv_head, key]
         seen = m.sum(0) > 0  # [key]: keys some query sees as an other key
         other = kn[..., seen].mean(-1) if seen.any() else kn[..., 1:].mean(-1)
         out.update(key0_norm=kn[..., 0], other_key_norm=other, key_norm_ratio=kn[..., 0] / other.clamp_min(_EPS))
         s = torch.as_tensor(scaling, dtype=torch.float32)
         s = s.reshape(-1, 1, 1) if s.dim() else s  # per layer, broadcast over [head, query]
-        qn = q.norm(dim=-1)  # [layer, head, query]
-        kn_h = kn.repeat_interleave(group, dim=1)  # [layer, head, key]
-        kbar = (kn_h.unsqueeze(-2) * m).sum(-1) / cnt  # [layer, head, query]: mean norm of the other keys
-        log_kn = kn_h.clamp_min(_EPS).log()  # [layer, head, key]
-        logk_bar = (log_kn.unsqueeze(-2) * m).sum(-1) / cnt  # [layer, head, query]
-        a0 = kn_h[..., 0:1].expand_as(kbar)  # [layer, head, query]
-        b0 = cos[..., 0]  # [layer, head, query]
-        scale = s * qn  # [layer, head, query]
-        logits = (s.unsqueeze(-1) if s.dim() else s) * (q @ k_h.transpose(-1, -2))  # [layer, head, query, key]
+        q_norm = per_head(q_norm)  # [layer, head, query]
+        log_kn = kn.clamp_min(_EPS).log()  # [layer, kv_head, key]
+        means = _other_mean(m, cnt, torch.stack([kn, log_kn], -1))  # [layer, kv_head, query, 2]
+        kbar, logk_bar = expand_kv(means, heads).unbind(-1)  # each [layer, head, query]
+        a0 = expand_kv(kn[..., :1, None], heads)[..., 0].expand_as(kbar)  # [layer, head, query]: |k_0|
+        log_a0 = expand_kv(log_kn[..., :1, None], heads)[..., 0]  # [layer, head, 1]
+        sink_dot = per_head(to_sink * kn[:, :, None, :1].clamp_min(_EPS))  # [layer, head, query]: q_i . k_0
+        other_dot = per_head(_row_dot(q, _other_mean(m, cnt, k)))  # [layer, head, query]: q_i . mean k_j
+        scale = s * q_norm  # [layer, head, query]
         per_query = {
-            "sink_logit": logits[..., 0],
-            "other_logit": (logits * m).sum(-1) / cnt,
-            "log_query_norm": qn.clamp_min(_EPS).log(),
-            "log_sink_key_norm": log_kn[..., 0:1].expand_as(kbar),
+            "sink_logit": s * sink_dot,
+            "other_logit": s * other_dot,
+            "log_query_norm": q_norm.clamp_min(_EPS).log(),
+            "log_sink_key_norm": log_a0.expand_as(kbar),
             "sink_cos": b0,
-            "log_key_norm_ratio": log_kn[..., 0:1] - logk_bar,
+            "log_key_norm_ratio": log_a0 - logk_bar,
             "norm_part": scale * (a0 - kbar) * (b0 + cbar) / 2,
             "alignment_part": scale * (b0 - cbar) * (a0 + kbar) / 2,
             "typical_logit": scale * kbar * cbar,

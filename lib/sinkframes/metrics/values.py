@@ -29,7 +29,6 @@ import math
 import numpy as np
 import torch
 
-from ..tensors import expand_kv
 from ..types import Mode, check_mode
 from .sinks import eligible_pairs, reference_tokens
 
@@ -41,17 +40,32 @@ PLACEHOLDERS = (0.5, 0.5, 0.0)  # relative magnitude, directional guidance, info
 def pearson(x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """Pearson correlation along the last dim (only where ``mask``); 0 where either side is constant.
 
+    ``x`` and ``y`` broadcast against each other. A one-dimensional ``mask`` (the same entries for every
+    row) selects those entries first, so the sums run over them alone; any other mask weights them.
     (The official code returns 0 for a constant vector; NaN would be the strict answer.)
     """
     x, y = x.float(), y.float()
-    w = torch.ones_like(x) if mask is None else mask.to(x.dtype).expand_as(x)
-    cnt = w.sum(-1).clamp_min(1)
-    mx, my = (x * w).sum(-1) / cnt, (y * w).sum(-1) / cnt
-    dx, dy = (x - mx.unsqueeze(-1)) * w, (y - my.unsqueeze(-1)) * w
+    if mask is None or mask.dim() == 1:
+        if mask is not None:
+            idx = torch.nonzero(mask).flatten()
+            x, y = x.index_select(-1, idx), y.index_select(-1, idx)
+        dx, dy = x - x.mean(-1, keepdim=True), y - y.mean(-1, keepdim=True)
+    else:
+        w = mask.to(x.dtype).expand_as(x)
+        cnt = w.sum(-1).clamp_min(1)
+        mx, my = (x * w).sum(-1) / cnt, (y * w).sum(-1) / cnt
+        dx, dy = (x - mx.unsqueeze(-1)) * w, (y - my.unsqueeze(-1)) * w
     sxy, sxx, syy = (dx * dy).sum(-1), (dx * dx).sum(-1), (dy * dy).sum(-1)
     ok = (sxx > 1e-20) & (syy > 1e-20)
     r = sxy / (sxx.sqrt() * syy.sqrt()).clamp_min(1e-30)
     return torch.where(ok, r, torch.zeros_like(r)).float()
+
+
+def pair_entries(m: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+    """``[..., pair]``: the entries of ``m [..., query, key]`` where ``pairs [query, key]`` is True, in
+    row-major order; one gather, whatever the strides of ``m``."""
+    i, j = torch.nonzero(pairs, as_tuple=True)
+    return m[..., i, j]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,7 +76,7 @@ def row_entropy(attn: torch.Tensor, mode: Mode = "corrected") -> torch.Tensor:
     """Shannon entropy (nats) of every attention row, ``[..., query]``.
 
     faithful: entries ``<= 1.19e-5`` dropped, the rest renormalized, NaN -> 0.
-    corrected: the full row, ``0 log 0 = 0``.
+    corrected: the full row, ``0 log 0 = 0`` (entries below 0, which a softmax never gives, count as 0).
     """
     if check_mode(mode) == "faithful":
         a = torch.nan_to_num(attn.double(), nan=0.0)
@@ -71,8 +85,8 @@ def row_entropy(attn: torch.Tensor, mode: Mode = "corrected") -> torch.Tensor:
         p = p / p.sum(-1, keepdim=True).clamp_min(1e-300)
         h = -(torch.where(keep, p * p.clamp_min(1e-300).log(), torch.zeros_like(p))).sum(-1)
         return torch.nan_to_num(h, nan=0.0).float()
-    a = attn.float()
-    return -(torch.where(a > 0, a * a.clamp_min(1e-30).log(), torch.zeros_like(a))).sum(-1)
+    a = attn.float().clamp_min(0)
+    return -torch.special.xlogy(a, a).sum(-1)
 
 
 def query_rows(n: int, causal: bool) -> torch.Tensor:
@@ -104,9 +118,12 @@ def _magnitude(pre: torch.Tensor, post: torch.Tensor, pre_peak: torch.Tensor, po
     m = torch.maximum(pre_peak, post_peak)  # [layer]
     big = m > 1e3
     if not bool(big.any()):  # the scale factor is 1 everywhere: skip two passes that would change nothing
-        return (post - pre).clamp(-1e3, 1e3).norm(dim=-1).clamp(0, 1e6).float()
+        delta = post - pre
+        if float(m.max()) > 500:  # |post - pre| <= 2 max|entry|: below 500 the clip cannot act
+            delta.clamp_(-1e3, 1e3)
+        return delta.norm(dim=-1).clamp(0, 1e6).float()
     f = torch.where(big, 1e3 / m.clamp_min(1e-300), torch.ones_like(m)).view(-1, 1, 1)
-    delta = (post * f - pre * f).clamp(-1e3, 1e3)
+    delta = (post - pre).mul_(f).clamp_(-1e3, 1e3)  # = post f - pre f, up to float64 rounding
     return delta.norm(dim=-1).clamp(0, 1e6).float()
 
 
@@ -123,21 +140,45 @@ def output_magnitude(output: torch.Tensor) -> torch.Tensor:
 def cosine_matrix(x: torch.Tensor, tol: float = 1e-8) -> torch.Tensor:
     """``[..., token, token]`` cosine similarity; 0 where a norm is below ``tol``, 1 on the diagonal."""
     x = x.float()
-    nrm = x.norm(dim=-1, keepdim=True)
+    return cosine_from_gram(x @ x.transpose(-1, -2), tol)
+
+
+def cosine_from_gram(gram: torch.Tensor, tol: float = 1e-8) -> torch.Tensor:
+    """:func:`cosine_matrix` from the Gram matrix ``x x^T`` (``[..., token, token]``): the norms are the
+    square roots of its diagonal, so the states are read once, by the product that forms it."""
+    gram = gram.float()
+    nrm = torch.diagonal(gram, dim1=-2, dim2=-1).clamp_min(0).sqrt()  # [..., token]
     ok = nrm > tol
-    xn = torch.where(ok, x / nrm.clamp_min(tol), torch.zeros_like(x))
-    s = xn @ xn.transpose(-1, -2)
-    n = s.shape[-1]
-    eye = torch.eye(n, dtype=torch.bool)
-    return torch.where(eye, torch.ones_like(s), s).float()
+    inv = torch.where(ok, 1 / nrm.clamp_min(tol), 0.0)  # [..., token]
+    s = gram * inv.unsqueeze(-1) * inv.unsqueeze(-2)
+    eye = torch.eye(s.shape[-1], dtype=torch.bool)
+    return torch.where(eye, 1.0, s).float()
 
 
 def faithful_alignment(avg_attn: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
     """``[layer]``: Pearson over all pairs ``i != j`` of (``Ā_ij``, ``cos(X_i, X_j)``), causal zeros included."""
-    n = avg_attn.shape[-1]
-    s = cosine_matrix(torch.nan_to_num(hidden.float(), nan=0.0, posinf=0.0, neginf=0.0))  # [layer, token, token]
-    off = ~torch.eye(n, dtype=torch.bool)
-    return pearson(avg_attn.flatten(-2), s.flatten(-2), off.flatten())
+    x = torch.nan_to_num(hidden.float(), nan=0.0, posinf=0.0, neginf=0.0)
+    return _alignment(avg_attn, x @ x.transpose(-1, -2))
+
+
+def _clean_states(hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``hidden`` with NaN/inf set to 0 (the official cleaning) in float64 and in float32, and each layer's
+    largest ``|entry|`` (``[layer]`` float64, shared by the magnitude and decomposition rescale rules).
+    One pass finds the extremes; when they are finite, nothing needs cleaning and the largest ``|entry|``
+    is read from them (NaN and inf propagate through min and max)."""
+    flat = hidden.flatten(1)
+    lo, hi = flat.amin(-1), flat.amax(-1)  # [layer] each (two reductions: ``aminmax`` is slower here)
+    if bool(torch.isfinite(lo).all() and torch.isfinite(hi).all()):
+        return hidden.double(), hidden.float(), torch.maximum(-lo, hi).double()
+    x = torch.nan_to_num(hidden.double(), nan=0.0, posinf=0.0, neginf=0.0)
+    return x, x.float(), x.abs().amax((-1, -2))
+
+
+def _alignment(avg_attn: torch.Tensor, gram: torch.Tensor) -> torch.Tensor:
+    """:func:`faithful_alignment` from the Gram matrices ``X X^T`` (``[layer, token, token]``) of cleaned states."""
+    off = ~torch.eye(avg_attn.shape[-1], dtype=torch.bool)  # [query, key]
+    s = cosine_from_gram(gram)  # [layer, token, token]
+    return pearson(pair_entries(avg_attn, off), pair_entries(s, off))
 
 
 def corrected_alignment(attn: torch.Tensor, value: torch.Tensor, causal: bool) -> torch.Tensor:
@@ -150,10 +191,10 @@ def corrected_alignment(attn: torch.Tensor, value: torch.Tensor, causal: bool) -
     kv = value.shape[1]
     if heads % kv:
         raise ValueError(f"{heads} query heads cannot share {kv} KV heads evenly")
-    s = cosine_matrix(value)  # [layer, kv_head, token, token]
-    a = attn.reshape(layers, kv, heads // kv, n * n)  # [layer, kv_head, group, pair]
-    r = pearson(a, s.reshape(layers, kv, 1, n * n), eligible_pairs(n, causal).flatten())  # [layer, kv_head, group]
-    return r.reshape(layers, heads)
+    pairs = eligible_pairs(n, causal)  # [query, key]
+    s = pair_entries(cosine_matrix(value), pairs)  # [layer, kv_head, pair]
+    a = pair_entries(attn, pairs).reshape(layers, kv, heads // kv, -1)  # [layer, kv_head, group, pair]
+    return pearson(a, s.unsqueeze(2)).reshape(layers, heads)  # [layer, kv_head, group] -> [layer, head]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,36 +219,65 @@ def faithful_reference_set(avg_attn: torch.Tensor) -> torch.Tensor:
     return chosen & (rank < max(1, math.floor(0.3 * n)))
 
 
+def reference_mix(weights: torch.Tensor, refs: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``[..., query, dim]``: ``Σ_{j ∈ R} w_ij x_j``, the part of each mixture that comes from the reference
+    tokens ``R``.
+
+    ``weights [..., query, key]``, ``refs [..., key]`` bool, ``x [..., key, dim]``. Only the reference
+    columns are read (gathered, at most the largest reference count per matrix, padded with zero
+    weights), so the cost is that of ``|R|`` columns rather than a masked product over all ``n`` (which is
+    used when the largest count exceeds half the columns).
+    """
+    k = int(refs.sum(-1).max()) if refs.numel() else 0
+    if k == 0:
+        return weights.new_zeros(*weights.shape[:-1], x.shape[-1])
+    if 2 * k > refs.shape[-1]:  # most columns are references somewhere: a masked product is cheaper
+        return (weights * refs.unsqueeze(-2)) @ x
+    cols = torch.argsort((~refs).to(torch.int8), dim=-1, stable=True)[..., :k]  # [..., k]: reference columns first
+    valid = refs.gather(-1, cols)  # [..., k]: False on padding
+    w = weights.gather(-1, cols.unsqueeze(-2).expand(*weights.shape[:-1], k)) * valid.unsqueeze(-2)  # [..., query, k]
+    xs = x.expand(*refs.shape, x.shape[-1]).gather(-2, cols.unsqueeze(-1).expand(*cols.shape, x.shape[-1]))
+    return w @ xs  # [..., query, dim]
+
+
 def faithful_decomposition(avg_attn: torch.Tensor, hidden_in: torch.Tensor) -> dict[str, torch.Tensor]:
     """Official reference-point decomposition, per ``[layer]`` (means over all n tokens).
 
     ``avg_attn [layer, query, key]``; ``hidden_in [layer, token, hidden]`` = ``X^l`` entering layer l.
-    For token ``i`` outside R: ``y = Σ_j Ã_ij X_j``, ``r = Σ_{j∈R} Ã_ij X_j``, ``u = y - r``;
+    For token ``i`` outside R: ``y = Σ_j Ã_ij X_j``, ``r = Σ_{j∈R} Ã_ij X_j``, ``u = Σ_{j∉R} Ã_ij X_j``;
     relative magnitude ``clip(|r|/|y|, 0, 1)``, directional guidance ``(cos(r, y) + 1)/2``,
-    information change ``|y - u|`` (= ``|r|``). Reference tokens get (0.5, 0.5, 0), averaged in.
+    information change ``|y - u|``, computed as ``|r|``, which it equals exactly in real arithmetic (the
+    official code forms ``y`` and ``u`` and subtracts; the two differ by the rounding of ``y``).
+    Reference tokens get (0.5, 0.5, 0), averaged in.
     """
-    x = torch.nan_to_num(hidden_in.double(), nan=0.0, posinf=0.0, neginf=0.0)
-    return _decomposition(avg_attn, x, x.abs().amax((-1, -2)))
+    _, x, peak = _clean_states(hidden_in)
+    return _decomposition(avg_attn, x @ x.transpose(-1, -2), peak)
 
 
-def _decomposition(avg_attn: torch.Tensor, x: torch.Tensor, peak: torch.Tensor) -> dict[str, torch.Tensor]:
-    """:func:`faithful_decomposition` on cleaned float64 states ``x`` whose per-layer largest ``|entry|``
-    (``peak [layer]``) is known; rescaled only where the rule acts."""
+def _decomposition(avg_attn: torch.Tensor, gram: torch.Tensor, peak: torch.Tensor) -> dict[str, torch.Tensor]:
+    """:func:`faithful_decomposition` from the Gram matrices ``X X^T`` (``[layer, token, token]``) of the
+    cleaned states, whose per-layer largest ``|entry|`` (``peak [layer]``) is known.
+
+    Every quantity the measures need is a quadratic form in the Gram matrix, so no mixture is formed:
+    with ``a_i`` the renormalized row and ``b_i`` its reference part, ``|y_i|^2 = a_i G a_i``,
+    ``|r_i|^2 = b_i G b_i`` and ``r_i . y_i = b_i G a_i`` (float64 from the float32 ``G``). The official
+    rescale (states scaled to a largest entry of 1e5) scales ``G`` by the square of the factor."""
     a = torch.nan_to_num(avg_attn.double(), nan=0.0, posinf=1.0)
+    g = gram.double()
     mx = peak.view(-1, 1, 1)  # [layer, 1, 1]
     if bool((mx > 1e5).any()):
-        x = torch.where(mx > 1e5, x * (1e5 / mx.clamp_min(1e-300)), x)
+        g = torch.where(mx > 1e5, g * (1e5 / mx.clamp_min(1e-300)) ** 2, g)
     refs = faithful_reference_set(a)  # [layer, token]
     rs = a.sum(-1, keepdim=True)
     at = torch.where(rs > 1e-10, a / rs.clamp_min(1e-300), torch.zeros_like(a))  # row-renormalized
-    y = at @ x  # [layer, token, hidden]
-    r = (at * refs.unsqueeze(-2)) @ x
-    u = (at * (~refs).unsqueeze(-2)) @ x
-    ny, nr = y.norm(dim=-1), r.norm(dim=-1)
+    ar = at * refs.unsqueeze(-2)  # [layer, query, key]: the reference columns only
+    at_g = at @ g  # [layer, query, key]
+    ny = (at_g * at).sum(-1).clamp_min(0).sqrt()  # [layer, token]: |y|
+    nr = ((ar @ g) * ar).sum(-1).clamp_min(0).sqrt()  # [layer, token]: |r|
     rel = torch.where(ny < 1e-10, torch.where(nr < 1e-10, 0.0, 1.0), (nr / ny.clamp_min(1e-300)).clamp(0, 1))
-    cos = (r * y).sum(-1) / (nr * ny).clamp_min(1e-300)
+    cos = (at_g * ar).sum(-1) / (nr * ny).clamp_min(1e-300)
     direc = torch.where((nr < 1e-10) | (ny < 1e-10), 0.5, (cos + 1) / 2)
-    info = (y - u).norm(dim=-1).clamp(max=1e6)
+    info = nr.clamp(max=1e6)  # |y - u| = |r|
     rel = torch.where(refs, PLACEHOLDERS[0], rel)
     direc = torch.where(refs, PLACEHOLDERS[1], direc)
     info = torch.where(refs, PLACEHOLDERS[2], info)
@@ -239,9 +309,13 @@ def corrected_decomposition(
     """
     if refs is None:
         refs = reference_tokens(attn, causal)  # [layer, head, token]
-    v = expand_kv(value.float(), attn.shape[1])  # [layer, head, token, dim]
-    n = attn.shape[-1]
-    r = (attn.float() * refs.unsqueeze(-2)) @ v  # [layer, head, token, dim]
+    layers, heads, n, _ = attn.shape
+    kv = value.shape[1]
+    if heads % kv:
+        raise ValueError(f"{heads} query heads cannot share {kv} KV heads evenly")
+    grouped = (layers, kv, heads // kv)  # query heads grouped by the KV head they read: values are not copied
+    r = reference_mix(attn.float().reshape(*grouped, n, n), refs.reshape(*grouped, n),
+                      value.float().unsqueeze(2)).reshape(layers, heads, n, -1)  # [layer, head, token, dim]
     o = output_heads.float()
     nr, no = r.norm(dim=-1), o.norm(dim=-1)  # [layer, head, token]
     ok = (~refs) & query_rows(n, causal) & refs.any(-1, keepdim=True) & (no > 1e-12)
@@ -273,16 +347,16 @@ def faithful_summary(attn: torch.Tensor, hidden: torch.Tensor) -> dict[str, torc
         raise ValueError("faithful value-space measures need the hidden states [layer + 1, token, hidden]")
     avg = torch.nan_to_num(attn.float().mean(1), nan=0.0)  # [layer, query, key]
     h_tok = row_entropy(avg, "faithful")  # [layer, query]
-    x = torch.nan_to_num(hidden.double(), nan=0.0, posinf=0.0, neginf=0.0)  # [layer + 1, token, hidden]
-    peak = x.abs().amax((-1, -2))  # [layer + 1]: shared by the magnitude and decomposition rescale rules
+    x, x32, peak = _clean_states(hidden)  # [layer + 1, token, hidden] (float64, float32), [layer + 1]
     mag = _magnitude(x[:-1], x[1:], peak[:-1], peak[1:])  # [layer, token]
+    gram = x32[:-1] @ x32[:-1].transpose(-1, -2)  # [layer, token, token]: shared by alignment and decomposition
     out = {
         "entropy": h_tok.mean(-1),
         "magnitude": mag.mean(-1),
-        "alignment": faithful_alignment(avg, hidden[:-1]),
+        "alignment": _alignment(avg, gram),
         "entropy_magnitude": pearson(h_tok, mag),
     }
-    out.update(_decomposition(avg, x[:-1], peak[:-1]))
+    out.update(_decomposition(avg, gram, peak[:-1]))
     return out
 
 
