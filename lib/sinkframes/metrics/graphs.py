@@ -43,15 +43,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from scipy.sparse import csr_matrix
-from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
-
-try:  # the kernel behind ``csr_matrix @ vector``; without it the public product gives the same numbers
-    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
-except ImportError:  # pragma: no cover - a SciPy that moved it
-    _csr_matvec = None
+from scipy.sparse.linalg import ArpackError, ArpackNoConvergence
 
 from ..tensors import require_finite
 from ..types import MODES, Mode, check_mode
+from .arpack import eigsh_smallest
 
 #: the thresholds of the paper (Sec. 4) and of ``laplacian.ipynb``
 PAPER_THRESHOLDS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
@@ -195,37 +191,30 @@ def arpack_start(n: int) -> np.ndarray:
     return np.random.default_rng(n).uniform(-1.0, 1.0, n)
 
 
-class _CsrOperator(LinearOperator):
-    """A CSR matrix as ARPACK's operator, with the product computed by the kernel ``csr_matrix @ x`` uses
-    (so ARPACK sees the same numbers and takes the same steps) but without the checks and dispatch each
-    of its many small products would otherwise pay."""
-
-    def __init__(self, m: csr_matrix) -> None:
-        super().__init__(dtype=np.float64, shape=m.shape)
-        self.m = m
-
-    def matvec(self, x: np.ndarray) -> np.ndarray:
-        if _csr_matvec is None or x.ndim != 1:
-            return np.asarray(self.m @ x)
-        y = np.zeros(self.shape[0], dtype=np.float64)
-        _csr_matvec(self.shape[0], self.shape[1], self.m.indptr, self.m.indices, self.m.data, x, y)
-        return y
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self.m @ x)
-
-
 def arpack_smallest(lap: np.ndarray, k: int = 3) -> np.ndarray:
     """The ``k`` smallest eigenvalues of a Laplacian as ``laplacian.ipynb`` finds them above 50 nodes:
     ARPACK ``eigsh(which="SM")`` on the sparse Laplacian (from :func:`arpack_start`), the dense solver when
     ARPACK fails."""
     n = lap.shape[0]
     try:
-        ev = eigsh(_CsrOperator(csr_matrix(lap)), k=k, which="SM", v0=arpack_start(n), return_eigenvectors=False)
+        ev = eigsh_smallest(csr_matrix(lap), k, arpack_start(n))
     except (ArpackNoConvergence, ArpackError):
         ev = np.linalg.eigvalsh(lap)[:k]
     ev = np.sort(np.asarray(ev, dtype=np.float64))
     return np.where(np.abs(ev) < ZERO_EIGENVALUE_TOL, 0.0, ev)
+
+
+def _arpack_graph(b: np.ndarray, solved: dict[bytes, torch.Tensor]) -> torch.Tensor:
+    """:func:`arpack_smallest` of the Laplacian of ``S = (B + B^T) / 2`` for one threshold graph ``b``
+    (``[n, n]`` float64 0/1), looked up in ``solved`` first (the same graph, as at neighbouring
+    thresholds, is solved once) and stored there."""
+    key = b.tobytes()
+    if key not in solved:
+        w = 0.5 * (b + b.T)
+        np.fill_diagonal(w, 0.0)  # self-loops do not enter a Laplacian
+        lap = np.diag(w.sum(1)) - w
+        solved[key] = torch.from_numpy(arpack_smallest(lap))
+    return solved[key]
 
 
 def _laplacian_spectrum(adjacency: torch.Tensor, dense_ev: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
@@ -239,18 +228,11 @@ def _laplacian_spectrum(adjacency: torch.Tensor, dense_ev: torch.Tensor, sizes: 
     if not big:
         return dense_ev
     ev = dense_ev.clone()
-    solved: dict[bytes, torch.Tensor] = {}  # the same graph (as at neighbouring thresholds) is solved once
+    solved: dict[bytes, torch.Tensor] = {}
     for gi in big:
         n = int(sizes[gi])
         for ti in torch.nonzero(dense_ev[:, gi, 1] == 0).flatten().tolist():
-            b = adjacency[ti, gi, :n, :n].double().numpy()
-            key = b.tobytes()
-            if key not in solved:
-                w = 0.5 * (b + b.T)
-                np.fill_diagonal(w, 0.0)  # self-loops do not enter a Laplacian
-                lap = np.diag(w.sum(1)) - w
-                solved[key] = torch.from_numpy(arpack_smallest(lap))
-            ev[ti, gi] = solved[key]
+            ev[ti, gi] = _arpack_graph(adjacency[ti, gi, :n, :n].double().numpy(), solved)
     return ev
 
 
