@@ -36,21 +36,27 @@ def _capture(
     hidden_scale: float = 1.0,
     sink: float = 4.0,
     seed: int = 0,
+    cancelling: bool = False,
 ) -> SampleCapture:
     """A seeded capture with a first-token sink; ``hidden_scale`` puts the residual stream in the
-    ranges where the official rescale rules (1e3, 1e5) act."""
+    ranges where the official rescale rules (1e3, 1e5) act. ``cancelling``: uniform attention over
+    states that alternate between ``v`` and ``-v`` (plus 1e-3 noise), so that every row seeing an even
+    number of tokens mixes them into a vector about 1e5 times shorter than the states."""
     g = torch.Generator().manual_seed(seed)
 
     def r(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=g)
 
-    scores = r(layers, heads, n, n)
-    scores[..., 0] += sink  # [layer, head, query, key]
+    scores = r(layers, heads, n, n) * (0.0 if cancelling else 1.0)
+    scores[..., 0] += 0.0 if cancelling else sink  # [layer, head, query, key]
     attn = _softmax_attention(scores, causal)
     value = r(layers, kv, n, dim)
     out_heads = attn @ value.repeat_interleave(heads // kv, dim=1)  # [layer, head, token, dim]
     states = r(layers + 1, n, hidden) * hidden_scale
     states[:, 0] *= 5  # a massive first-token state, as in real models
+    if cancelling:
+        sign = (-1.0) ** torch.arange(n, dtype=torch.float32)  # [token]
+        states = 100.0 * sign[None, :, None] * r(layers + 1, 1, hidden) + 1e-3 * r(layers + 1, n, hidden)
     return SampleCapture(
         query_pre=r(layers, heads, n, dim), query=r(layers, heads, n, dim), key_pre=r(layers, kv, n, dim),
         key=r(layers, kv, n, dim), value=value, attention=attn, output_heads=out_heads, output=r(layers, n, hidden),
@@ -87,6 +93,7 @@ CASES = [
     pytest.param(dict(n=10, causal=False, hidden_scale=1e5), id="decomposition-rescale"),
     pytest.param(dict(n=15, causal=True, sink=12.0), id="hard-sink"),
     pytest.param(dict(n=15, causal=True, sink=-3.0), id="no-sink"),
+    pytest.param(dict(n=12, causal=True, cancelling=True), id="cancelling-mixtures"),
 ]
 
 

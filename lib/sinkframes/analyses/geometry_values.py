@@ -48,7 +48,7 @@ class GeometryValuesReducer:
     """Per sample: geometry ``[layer, head]`` and value-space measures in both modes."""
 
     name: str = "geometry_values"
-    version: int = 3
+    version: int = 4
 
     def key(self) -> dict[str, Any]:
         return {"reducer": self.name, "version": self.version}

@@ -139,18 +139,24 @@ def output_magnitude(output: torch.Tensor) -> torch.Tensor:
 
 def cosine_matrix(x: torch.Tensor, tol: float = 1e-8) -> torch.Tensor:
     """``[..., token, token]`` cosine similarity; 0 where a norm is below ``tol``, 1 on the diagonal."""
-    x = x.float()
-    return cosine_from_gram(x @ x.transpose(-1, -2), tol)
+    return cosine_from_gram(gram_matrix(x.float()), tol)
+
+
+def gram_matrix(x: torch.Tensor) -> torch.Tensor:
+    """``[..., token, token]``: ``x x^T`` of ``x [..., token, dim]``, made exactly symmetric (a product's
+    two halves may round differently, and a measure of a symmetric matrix must not see that)."""
+    g = x @ x.transpose(-1, -2)
+    return (g + g.transpose(-1, -2)) / 2
 
 
 def cosine_from_gram(gram: torch.Tensor, tol: float = 1e-8) -> torch.Tensor:
-    """:func:`cosine_matrix` from the Gram matrix ``x x^T`` (``[..., token, token]``): the norms are the
-    square roots of its diagonal, so the states are read once, by the product that forms it."""
-    gram = gram.float()
+    """:func:`cosine_matrix` (float32) from the Gram matrix ``x x^T`` (``[..., token, token]``, computed in
+    its own dtype): the norms are the square roots of its diagonal, so the states are read once, by the
+    product that forms it."""
     nrm = torch.diagonal(gram, dim1=-2, dim2=-1).clamp_min(0).sqrt()  # [..., token]
     ok = nrm > tol
     inv = torch.where(ok, 1 / nrm.clamp_min(tol), 0.0)  # [..., token]
-    s = gram * inv.unsqueeze(-1) * inv.unsqueeze(-2)
+    s = gram * (inv.unsqueeze(-1) * inv.unsqueeze(-2))  # symmetric where the Gram matrix is
     eye = torch.eye(s.shape[-1], dtype=torch.bool)
     return torch.where(eye, 1.0, s).float()
 
@@ -158,20 +164,20 @@ def cosine_from_gram(gram: torch.Tensor, tol: float = 1e-8) -> torch.Tensor:
 def faithful_alignment(avg_attn: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
     """``[layer]``: Pearson over all pairs ``i != j`` of (``Ā_ij``, ``cos(X_i, X_j)``), causal zeros included."""
     x = torch.nan_to_num(hidden.float(), nan=0.0, posinf=0.0, neginf=0.0)
-    return _alignment(avg_attn, x @ x.transpose(-1, -2))
+    return _alignment(avg_attn, gram_matrix(x))
 
 
-def _clean_states(hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``hidden`` with NaN/inf set to 0 (the official cleaning) in float64 and in float32, and each layer's
-    largest ``|entry|`` (``[layer]`` float64, shared by the magnitude and decomposition rescale rules).
+def _clean_states(hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``hidden`` in float64 with NaN/inf set to 0 (the official cleaning), and each layer's largest
+    ``|entry|`` (``[layer]`` float64, shared by the magnitude and decomposition rescale rules).
     One pass finds the extremes; when they are finite, nothing needs cleaning and the largest ``|entry|``
     is read from them (NaN and inf propagate through min and max)."""
     flat = hidden.flatten(1)
     lo, hi = flat.amin(-1), flat.amax(-1)  # [layer] each (two reductions: ``aminmax`` is slower here)
     if bool(torch.isfinite(lo).all() and torch.isfinite(hi).all()):
-        return hidden.double(), hidden.float(), torch.maximum(-lo, hi).double()
+        return hidden.double(), torch.maximum(-lo, hi).double()
     x = torch.nan_to_num(hidden.double(), nan=0.0, posinf=0.0, neginf=0.0)
-    return x, x.float(), x.abs().amax((-1, -2))
+    return x, x.abs().amax((-1, -2))
 
 
 def _alignment(avg_attn: torch.Tensor, gram: torch.Tensor) -> torch.Tensor:
@@ -250,8 +256,8 @@ def faithful_decomposition(avg_attn: torch.Tensor, hidden_in: torch.Tensor) -> d
     official code forms ``y`` and ``u`` and subtracts; the two differ by the rounding of ``y``).
     Reference tokens get (0.5, 0.5, 0), averaged in.
     """
-    _, x, peak = _clean_states(hidden_in)
-    return _decomposition(avg_attn, x @ x.transpose(-1, -2), peak)
+    x, peak = _clean_states(hidden_in)
+    return _decomposition(avg_attn, gram_matrix(x), peak)
 
 
 def _decomposition(avg_attn: torch.Tensor, gram: torch.Tensor, peak: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -260,7 +266,8 @@ def _decomposition(avg_attn: torch.Tensor, gram: torch.Tensor, peak: torch.Tenso
 
     Every quantity the measures need is a quadratic form in the Gram matrix, so no mixture is formed:
     with ``a_i`` the renormalized row and ``b_i`` its reference part, ``|y_i|^2 = a_i G a_i``,
-    ``|r_i|^2 = b_i G b_i`` and ``r_i . y_i = b_i G a_i`` (float64 from the float32 ``G``). The official
+    ``|r_i|^2 = b_i G b_i`` and ``r_i . y_i = b_i G a_i``. ``G`` is float64: a quadratic form loses the
+    digits that cancel, so a mixture much shorter than the states it mixes needs them. The official
     rescale (states scaled to a largest entry of 1e5) scales ``G`` by the square of the factor."""
     a = torch.nan_to_num(avg_attn.double(), nan=0.0, posinf=1.0)
     g = gram.double()
@@ -347,9 +354,9 @@ def faithful_summary(attn: torch.Tensor, hidden: torch.Tensor) -> dict[str, torc
         raise ValueError("faithful value-space measures need the hidden states [layer + 1, token, hidden]")
     avg = torch.nan_to_num(attn.float().mean(1), nan=0.0)  # [layer, query, key]
     h_tok = row_entropy(avg, "faithful")  # [layer, query]
-    x, x32, peak = _clean_states(hidden)  # [layer + 1, token, hidden] (float64, float32), [layer + 1]
+    x, peak = _clean_states(hidden)  # [layer + 1, token, hidden] float64, [layer + 1]
     mag = _magnitude(x[:-1], x[1:], peak[:-1], peak[1:])  # [layer, token]
-    gram = x32[:-1] @ x32[:-1].transpose(-1, -2)  # [layer, token, token]: shared by alignment and decomposition
+    gram = gram_matrix(x[:-1])  # [layer, token, token] float64: shared by alignment and decomposition
     out = {
         "entropy": h_tok.mean(-1),
         "magnitude": mag.mean(-1),
