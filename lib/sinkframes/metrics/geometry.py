@@ -131,11 +131,6 @@ def logit_decomposition(
     return {name: v[..., rows].mean(-1) for name, v in out.items()}
 
 
-def _unit(x: torch.Tensor) -> torch.Tensor:
-    """``x`` divided by its norm along the last dim (at least ``_EPS``), as :func:`cosines` does."""
-    return x / x.norm(dim=-1, keepdim=True).clamp_min(_EPS)
-
-
 def _row_mean(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     """Mean over the last dim restricted to ``rows``; a slice (no copy) when they form one run."""
     idx = torch.nonzero(rows).flatten()

@@ -170,7 +170,7 @@ def faithful_alignment(avg_attn: torch.Tensor, hidden: torch.Tensor) -> torch.Te
 def _clean_states(hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``hidden`` in float64 with NaN/inf set to 0 (the official cleaning), and each layer's largest
     ``|entry|`` (``[layer]`` float64, shared by the magnitude and decomposition rescale rules).
-    One pass finds the extremes; when they are finite, nothing needs cleaning and the largest ``|entry|``
+    The extremes are found first; when they are finite, nothing needs cleaning and the largest ``|entry|``
     is read from them (NaN and inf propagate through min and max)."""
     flat = hidden.flatten(1)
     lo, hi = flat.amin(-1), flat.amax(-1)  # [layer] each (two reductions: ``aminmax`` is slower here)
