@@ -33,6 +33,31 @@ if TYPE_CHECKING:
 _MISSING = object()
 
 
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created with its folder if missing) for the ``with`` block,
+    so that processes doing the same work do it one after another. Without ``fcntl`` (Windows) or a
+    writable folder no lock is taken: both may work, and atomic writes keep what they write whole."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+b")  # noqa: SIM115 - held across the yield
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        fh.close()
+
+
 class CorruptCacheEntry(RuntimeError):
     """A cache entry whose payload does not match its recorded hash or cannot be read."""
 
@@ -189,27 +214,10 @@ class Cache:
 
     @contextlib.contextmanager
     def _computing(self, key: dict[str, Any]) -> Iterator[None]:
-        """Hold the key's lock file (``<digest>.lock``, an exclusive ``flock``) while computing it, so that
-        two processes missing the same key compute it once. Without ``fcntl`` (Windows) or a writable
-        folder, no lock is taken: both may compute, and the atomic writes keep the entry whole."""
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX
+        """Hold the key's lock file (``<digest>.lock``) while computing it, so that two processes missing
+        the same key compute it once (see :func:`file_lock`)."""
+        with file_lock(self.dir / f"{digest_of(key)}.lock"):
             yield
-            return
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            fh = open(self.dir / f"{digest_of(key)}.lock", "a+b")  # noqa: SIM115 - held across the yield
-        except OSError:
-            yield
-            return
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-            fh.close()
 
     def _store_or_warn(self, key: dict[str, Any], value: Any) -> None:
         """Store ``value``; on a read-only or full disk warn and keep going (the result is not lost)."""

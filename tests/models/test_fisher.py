@@ -268,3 +268,18 @@ def test_faithful_and_corrected_norms_agree_up_to_rounding_and_mode_is_checked()
     assert faithful == pytest.approx(corrected, rel=1e-5) and faithful > 0
     with pytest.raises(ValueError, match="mode must be one of"):
         fisher.squared_grad_norms(model, "official")
+
+
+def test_mean_cross_entropy_is_each_rows_mean_over_its_labelled_positions():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 5, 7, generator=g)  # [batch, token, vocab]
+    labels = torch.randint(0, 7, (3, 5), generator=g)
+    labels[1, 3:] = -100
+    labels[2, :] = -100
+    got = fisher._mean_cross_entropy(logits, labels)
+    logp = torch.log_softmax(logits.double(), -1)
+    for r in range(3):
+        keep = [t for t in range(5) if labels[r, t] != -100]
+        want = -sum(float(logp[r, t, labels[r, t]]) for t in keep) / max(1, len(keep))
+        assert float(got[r]) == pytest.approx(want, rel=1e-6, abs=1e-7)
+    assert float(got[2]) == 0.0  # no labelled position: zero, not NaN

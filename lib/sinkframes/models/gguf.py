@@ -9,6 +9,7 @@ again instead of being trusted.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import importlib.util
 import json
@@ -16,12 +17,14 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from .. import config
+from ..cache import file_lock
 from .errors import ModelLoadError
 from .registry import OfflineModel
 
@@ -107,17 +110,49 @@ def offline_folder(om: OfflineModel) -> tuple[Path, str]:
         weights_fingerprint(om)  # a damaged package file is an error, not a wrong result
         return pkg / "model", om.quantization
     target = config.models_root() / f"{om.key}-fp32"
-    problem = converted_copy_problem(om, target)
-    if problem is None:
+    if converted_copy_problem(om, target) is None:
         return target, om.quantization
-    if target.exists():
-        print(
-            f"[sinkframes] {om.key}: the converted copy cannot be used ({problem}); converting again", file=sys.stderr
-        )
-    if importlib.util.find_spec("gguf") is None:
-        raise ModelLoadError(f"reading {om.key!r} needs the gguf package: pip install gguf accelerate")
-    convert_gguf(om, pkg, target)
+    # one conversion at a time per model: a second process (a parallel page) waits, then finds the copy made,
+    # instead of converting too and replacing the folder the first one is reading from
+    with file_lock(target.parent / f".{om.key}-fp32.lock"):
+        problem = converted_copy_problem(om, target)
+        if problem is None:
+            return target, om.quantization
+        if target.exists():
+            print(
+                f"[sinkframes] {om.key}: the converted copy cannot be used ({problem}); converting again",
+                file=sys.stderr,
+            )
+        if importlib.util.find_spec("gguf") is None:
+            raise ModelLoadError(f"reading {om.key!r} needs the gguf package: pip install gguf accelerate")
+        convert_gguf(om, pkg, target)
     return target, om.quantization
+
+
+@contextlib.contextmanager
+def one_parse_per_file() -> Iterator[None]:
+    """Within the block, every ``gguf.GGUFReader`` of one file is the same, parsed once.
+
+    ``from_pretrained(..., gguf_file=...)`` opens the file three times (config, tokenizer, weights), and
+    each reader parses every metadata field in Python: for Gemma 3's 262k-token vocabulary about 27 s
+    a time on one core. A reader only maps the file read-only, so the three can share one.
+    """
+    import gguf
+
+    original = gguf.GGUFReader
+    readers: dict[tuple[str, str], Any] = {}
+
+    def shared(path: os.PathLike[str] | str, mode: str = "r") -> Any:
+        key = (str(Path(path).resolve()), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)  # type: ignore[arg-type]
+        return readers[key]
+
+    gguf.GGUFReader = shared  # type: ignore[assignment,misc]
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original  # type: ignore[misc]
 
 
 def convert_gguf(om: OfflineModel, pkg: Path, target: Path) -> None:
@@ -139,10 +174,11 @@ def convert_gguf(om: OfflineModel, pkg: Path, target: Path) -> None:
         print(
             f"[sinkframes] converting {om.key} from GGUF to a local fp32 copy (once; about a minute)", file=sys.stderr
         )
-        tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-        model: Any = AutoModelForCausalLM.from_pretrained(
-            gguf_path.parent, gguf_file=gguf_path.name, attn_implementation="eager", dtype=torch.float32
-        )
+        with one_parse_per_file():
+            tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+            model: Any = AutoModelForCausalLM.from_pretrained(
+                gguf_path.parent, gguf_file=gguf_path.name, attn_implementation="eager", dtype=torch.float32
+            )
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config

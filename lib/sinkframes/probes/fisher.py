@@ -66,7 +66,7 @@ FAITHFUL_MAX_CHARS = 500
 FAITHFUL_MAX_LENGTH = 128
 CORRECTED_MAX_LENGTH = 512
 #: version of the Fisher computation (enters the cache key)
-FISHER_VERSION = 4
+FISHER_VERSION = 5
 _LAYER_RE = re.compile(r"(?:layers|layer)\.(\d+)\.")
 
 
@@ -187,8 +187,17 @@ def _losses(
 
 
 def _mean_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """``[batch]``: mean cross-entropy over each row's labelled positions (label -100 = none)."""
-    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=-100, reduction="none")
+    """``[batch]``: mean cross-entropy over each row's labelled positions (label -100 = none).
+
+    ``logits`` ``[batch, token, vocab]`` are flattened to ``[batch * token, vocab]`` rows, so the
+    softmax runs along contiguous memory: with the vocabulary as a strided middle dimension
+    (``logits.transpose(1, 2)``) the same loss and its gradient took about four times as long.
+    """
+    b, t, v = logits.shape
+    flat = torch.nn.functional.cross_entropy(
+        logits.reshape(b * t, v), labels.reshape(b * t), ignore_index=-100, reduction="none"
+    )
+    ce = flat.view(b, t)  # [batch, token]
     return ce.sum(1) / (labels != -100).sum(1).clamp(min=1)  # [batch]
 
 

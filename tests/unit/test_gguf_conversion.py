@@ -1,0 +1,69 @@
+"""Converting a packaged GGUF model: the file is parsed once per conversion, and parallel callers convert once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+from sinkframes.models import OFFLINE_MODELS  # noqa: E402
+from sinkframes.models import gguf as conversion  # noqa: E402
+
+
+def _tiny_gguf(path: Path) -> Path:
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_uint32("test.value", 7)
+    writer.add_tensor("w", np.arange(6, dtype=np.float32).reshape(2, 3))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_readers_of_one_file_are_shared_inside_the_block_only(tmp_path):
+    a, b = _tiny_gguf(tmp_path / "a.gguf"), _tiny_gguf(tmp_path / "b.gguf")
+    original = gguf.GGUFReader
+    with conversion.one_parse_per_file():
+        first = gguf.GGUFReader(a)
+        assert gguf.GGUFReader(str(a)) is first  # the same file by another spelling: the same reader
+        assert gguf.GGUFReader(b) is not first
+        assert int(first.fields["test.value"].parts[-1][0]) == 7
+        np.testing.assert_array_equal(np.asarray(first.tensors[0].data).ravel(), np.arange(6, dtype=np.float32))
+    assert gguf.GGUFReader is original
+    assert gguf.GGUFReader(a) is not gguf.GGUFReader(a)
+
+
+def test_the_reader_is_restored_when_the_conversion_fails(tmp_path):
+    original = gguf.GGUFReader
+    with pytest.raises(RuntimeError, match="boom"), conversion.one_parse_per_file():
+        raise RuntimeError("boom")
+    assert gguf.GGUFReader is original
+
+
+def test_two_callers_at_once_convert_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("SINKFRAMES_MODELS", str(tmp_path / "models"))
+    calls: list[Path] = []
+
+    def convert(om, pkg, target):  # a slow conversion that leaves a usable copy
+        calls.append(target)
+        time.sleep(0.3)
+        target.mkdir(parents=True)
+
+    monkeypatch.setattr(conversion, "package_dir", lambda om: tmp_path / "package")
+    monkeypatch.setattr(conversion, "converted_copy_problem", lambda om, t: None if t.exists() else "no copy yet")
+    monkeypatch.setattr(conversion, "convert_gguf", convert)
+    om = OFFLINE_MODELS["smollm2"]
+    folders: list[Path] = []
+    workers = [threading.Thread(target=lambda: folders.append(conversion.offline_folder(om)[0])) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(calls) == 1
+    assert folders == [calls[0], calls[0]]
