@@ -23,7 +23,7 @@ def _fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SINKFRAMES_VERDICTS_DIR", str(tmp_path / "verdicts"))
     from sinkframes.extraction import batching
 
-    batching._LAST_MODEL.clear()
+    batching._MODELS.clear()
     yield
 
 

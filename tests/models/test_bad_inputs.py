@@ -34,7 +34,7 @@ def test_non_finite_attention_stops_the_run_names_the_layers_and_is_not_cached(r
 
     with pytest.raises(NonFiniteAttentionError, match=r"tiny:llama in float32 .* layers \[1, 2\].*dtype='float32'"):
         run()
-    batching._LAST_MODEL.clear()  # a healthy model again: the result is computed, not read from a poisoned entry
+    batching._MODELS.clear()  # a healthy model again: the result is computed, not read from a poisoned entry
     before = batching.STATS["forward_passes"]
     run()
     assert batching.STATS["forward_passes"] > before

@@ -34,7 +34,7 @@ def test_sinks_json_and_cache_hit(capsys):
     for r in out["layers"]:
         assert set(r) == {"layer", "first_token_share", "last_token_share", "sink_concentration"}
         assert all(0.0 <= r[k] <= 1.0 for k in r if k != "layer")
-    batching._LAST_MODEL.clear()
+    batching._MODELS.clear()
     before = dict(extract.STATS)
     assert main(args) == 0
     second = capsys.readouterr()

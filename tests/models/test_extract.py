@@ -87,7 +87,7 @@ def test_model_without_attention_weights(texts):
 
 def test_second_call_runs_no_forward_pass_and_loads_no_model(texts):
     first = extract.summarize("tiny:bert", texts, SinkSummaryReducer(), progress=False, device="cpu")
-    batching._LAST_MODEL.clear()
+    batching._MODELS.clear()
     before = dict(extract.STATS)
     second = extract.summarize("tiny:bert", texts, SinkSummaryReducer(), progress=False, device="cpu")
     assert not first.from_cache and second.from_cache

@@ -89,7 +89,7 @@ def test_attention_computed_a_row_at_a_time_gives_the_same_numbers(ref, texts, m
         return real_layer(self, index, weights, lengths, causal)
 
     monkeypatch.setattr(ColumnStats, "layer", counted)
-    batching._LAST_MODEL.clear()
+    batching._MODELS.clear()
     sliced = extract.summarize_layers(ref, texts, ColumnStats(), batch_size=4, use_cache=False, **KW)
     assert calls and set(calls) == {1}
     for a, b in zip(whole.summaries or [], sliced.summaries or [], strict=True):
@@ -128,7 +128,7 @@ def test_a_batched_layer_reducer_matches_its_per_sample_form(texts):
 
 def test_a_cache_hit_runs_no_forward_pass(texts):
     first = extract.summarize_layers("tiny:bert", texts, ColumnStats(), **KW)
-    batching._LAST_MODEL.clear()
+    batching._MODELS.clear()
     before = dict(extract.STATS)
     second = extract.summarize_layers("tiny:bert", texts, ColumnStats(), **KW)
     assert not first.from_cache and second.from_cache
@@ -157,7 +157,7 @@ def test_non_finite_layers_are_named_and_nothing_is_cached(texts):
         lm.model.model.layers[1].self_attn.q_proj.weight.fill_(float("nan"))
     with pytest.raises(extract.NonFiniteAttentionError, match=r"tiny:llama in float32 .* layers \[1, 2\]"):
         extract.summarize_layers("tiny:llama", texts[:3], ColumnStats(), **KW)
-    batching._LAST_MODEL.clear()
+    batching._MODELS.clear()
     before = extract.STATS["forward_passes"]
     extract.summarize_layers("tiny:llama", texts[:3], ColumnStats(), **KW)
     assert extract.STATS["forward_passes"] > before

@@ -304,6 +304,46 @@ def _run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root
         return [f for fut in futures if (f := fut.result())]
 
 
+def models_to_convert(pages: list[Page], profile: str) -> list[str]:
+    """The offline models the pages name whose packaged GGUF has no usable converted copy yet, in order."""
+    from ..models.gguf import converted_copy_problem, converted_folder
+    from ..models.registry import OFFLINE_MODELS
+
+    named = [m for page in pages for m in page.params_for(profile).get("models", []) or []]
+    keys = [m for m in dict.fromkeys(named) if m in OFFLINE_MODELS and OFFLINE_MODELS[m].gguf_file is not None]
+    return [k for k in keys if converted_copy_problem(OFFLINE_MODELS[k], converted_folder(OFFLINE_MODELS[k]))]
+
+
+def _convert_one(key: str) -> str | None:
+    """Convert offline model ``key`` (a worker task); the error as text, or ``None``."""
+    from ..models.gguf import offline_folder
+    from ..models.registry import OFFLINE_MODELS
+
+    try:
+        offline_folder(OFFLINE_MODELS[key])
+        return None
+    except Exception as exc:  # noqa: BLE001 - the pages that need the model report it, with their other models
+        return f"{type(exc).__name__}: {exc}".strip()
+
+
+def convert_models_first(pages: list[Page], profile: str, jobs: int) -> None:
+    """Convert the GGUF models the pages need, in ``jobs`` processes at once, before any page starts.
+
+    Otherwise the first pages to load a model convert it while parallel pages wait on its lock, one
+    model after another. A failure is only announced: each page that needs the model reports it."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    keys = models_to_convert(pages, profile)
+    if not keys:
+        return
+    print(f"[sinkframes] converting {', '.join(keys)} from GGUF before the pages start", flush=True)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(keys)), mp_context=mp.get_context("spawn")) as pool:
+        for key, problem in zip(keys, pool.map(_convert_one, keys), strict=True):
+            if problem:
+                print(f"[sinkframes] {key} could not be converted ({problem}); its pages will say so", flush=True)
+
+
 #: where independent pages run: worker processes on this machine, or Ray tasks
 EXECUTORS = ("local", "ray")
 
@@ -385,6 +425,7 @@ def build(
     if executor == "ray":
         failures += _run_on_ray(first, n, profile, root, out, ray_address, reuse)
     elif jobs > 1 and len(first) > 1:
+        convert_models_first([page for _, page in first], profile, jobs)
         failures += _run_in_workers(first, n, profile, root, out, jobs, reuse)
     else:
         failures += [f for k, page in first if (f := _run_one(k, n, page, profile, root, out, reuse))]

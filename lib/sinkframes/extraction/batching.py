@@ -11,6 +11,7 @@ result.
 from __future__ import annotations
 
 import sys
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -23,7 +24,12 @@ from ..types import BOS_POLICIES, RunOptions
 #: counters that tests and the CLI read to prove a cache hit ran no forward pass
 STATS: dict[str, int] = {"forward_passes": 0, "samples": 0, "model_loads": 0}
 
-_LAST_MODEL: dict[tuple[Any, ...], models.LoadedModel] = {}
+#: loaded models by load options, least recently used first (see :func:`get_model`)
+_MODELS: OrderedDict[tuple[Any, ...], models.LoadedModel] = OrderedDict()
+#: the models kept in memory on the CPU may hold this many bytes of parameters together (the most recent
+#: is always kept): a page that runs several analyses over the offline models (about 1.7 GB in fp32)
+#: loads each once, while models of several GB are still let go as soon as the next one loads
+KEEP_MODEL_BYTES = 2 * 2**30
 
 
 class TextError(ValueError):
@@ -55,17 +61,30 @@ def raise_non_finite(lm: models.LoadedModel, bad_layers: Iterable[int]) -> None:
         )
 
 
+def _parameter_bytes(lm: models.LoadedModel) -> int:
+    return sum(p.numel() * p.element_size() for p in lm.model.parameters())
+
+
 def get_model(ref: str, opts: RunOptions | None = None, **overrides: Any) -> models.LoadedModel:
-    """Load ``ref`` as ``opts`` say (keeping only the most recent model in memory, to bound RAM)."""
+    """Load ``ref`` as ``opts`` say, or return it from memory.
+
+    Recently used models stay loaded while those on the CPU hold at most ``KEEP_MODEL_BYTES`` of parameters
+    together (the most recent always stays), so a page that runs several analyses over a few small models
+    loads each once. Models on an accelerator are let go before another one loads: its memory is scarce.
+    """
     o = RunOptions.build(opts, **overrides)
     key = (ref, o.dtype, str(o.device), o.revision, o.quantization)
-    if key not in _LAST_MODEL:
-        _LAST_MODEL.clear()
-        _LAST_MODEL[key] = models.load(
-            ref, dtype=o.dtype, device=o.device, revision=o.revision, quantization=o.quantization
-        )
-        STATS["model_loads"] += 1
-    return _LAST_MODEL[key]
+    if key in _MODELS:
+        _MODELS.move_to_end(key)
+        return _MODELS[key]
+    for k in [k for k, lm in _MODELS.items() if lm.device.type != "cpu"]:
+        del _MODELS[k]
+    _MODELS[key] = models.load(ref, dtype=o.dtype, device=o.device, revision=o.revision, quantization=o.quantization)
+    STATS["model_loads"] += 1
+    sizes = {k: _parameter_bytes(lm) if lm.device.type == "cpu" else KEEP_MODEL_BYTES + 1 for k, lm in _MODELS.items()}
+    while len(_MODELS) > 1 and sum(sizes[k] for k in _MODELS) > KEEP_MODEL_BYTES:
+        _MODELS.popitem(last=False)
+    return _MODELS[key]
 
 
 def tokenize(

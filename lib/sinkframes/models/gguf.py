@@ -102,6 +102,11 @@ def converted_copy_problem(om: OfflineModel, target: Path) -> str | None:
     return None
 
 
+def converted_folder(om: OfflineModel) -> Path:
+    """Where the fp32 copy converted from ``om``'s GGUF lives (under ``config.models_root()``)."""
+    return config.models_root() / f"{om.key}-fp32"
+
+
 def offline_folder(om: OfflineModel) -> tuple[Path, str]:
     """A folder ``from_pretrained`` can read for an offline model (converting GGUF once, and again
     whenever the copy does not match its package)."""
@@ -109,7 +114,7 @@ def offline_folder(om: OfflineModel) -> tuple[Path, str]:
     if om.gguf_file is None:
         weights_fingerprint(om)  # a damaged package file is an error, not a wrong result
         return pkg / "model", om.quantization
-    target = config.models_root() / f"{om.key}-fp32"
+    target = converted_folder(om)
     if converted_copy_problem(om, target) is None:
         return target, om.quantization
     # one conversion at a time per model: a second process (a parallel page) waits, then finds the copy made,
