@@ -24,6 +24,7 @@ import nbformat
 from ..analyses.base import FAILED_MODELS_KEY
 from ..cache import atomic_write_bytes
 from ..config import CACHE_ENV
+from ..extraction.shared import ENV as SHARED_ENV
 from ..verdicts.store import ENV as VERDICTS_ENV
 from .manifest import Manifest, Page, load_manifest, repo_root
 from .alt_text import set_alt_texts
@@ -127,6 +128,13 @@ def restore_page(page: Page, profile: str, root: Path, target: Path) -> bool:
     text = nbformat.writes(nb)
     atomic_write_bytes(target, (text if text.endswith("\n") else text + "\n").encode())  # as nbformat.write
     return True
+
+
+def _restorable(page: Page, profile: str, root: Path) -> bool:
+    """Whether ``build --reuse`` will copy ``page`` from the page cache instead of executing it."""
+    from .page_cache import PageCache
+
+    return not page.run_last and PageCache().load(_page_key(page, profile, root)) is not None
 
 
 def target_of(page: Page, root: Path, out_dir: Path | None = None) -> Path:
@@ -344,6 +352,74 @@ def convert_models_first(pages: list[Page], profile: str, jobs: int) -> None:
                 print(f"[sinkframes] {key} could not be converted ({problem}); its pages will say so", flush=True)
 
 
+#: profiles whose builds share attention between pages (``extraction.shared``): the offline one, whose
+#: small models' attention over a few hundred sentences takes a few hundred MB on disk; the hub models of
+#: the other profiles would take tens of GB
+SHARED_ATTENTION_PROFILES = ("offline",)
+#: the run options a page uses when the manifest does not set them (the templates' defaults)
+_PAGE_DEFAULTS: dict[str, Any] = {"dataset": "embedded", "csv_path": None, "seed": 0, "selection": "balanced",
+                                  "max_length": 256, "bos_policy": "default", "dtype": "float32", "device": "auto"}
+
+
+def attention_plan(pages: list[Page], profile: str) -> list[tuple[str, int, dict[str, Any]]]:
+    """``(model, sentences, settings)`` to store before the pages start: for each model and sentence draw
+    (dataset, seed) and run options, the largest number of sentences a page asks for (a draw of ``n``
+    sentences begins with the draw of fewer). Pages with the topology page's ``official`` selection are
+    left out: they choose their sentences otherwise."""
+    plan: dict[tuple[Any, ...], int] = {}
+    for page in pages:
+        params = {**_PAGE_DEFAULTS, **page.params_for(profile)}
+        if params["selection"] != "balanced" or not isinstance(params.get("n_sentences"), int):
+            continue
+        for model in params.get("models") or []:
+            key = (model, *(params[k] for k in _PAGE_DEFAULTS if k != "selection"))
+            plan[key] = max(plan.get(key, 0), params["n_sentences"])
+    fields = [k for k in _PAGE_DEFAULTS if k != "selection"]
+    return [(key[0], n, dict(zip(fields, key[1:], strict=True))) for key, n in plan.items()]
+
+
+def _fill_one(model: str, n: int, settings: dict[str, Any]) -> str | None:
+    """Store ``model``'s attention on the first ``n`` sentences of a draw (a worker task); the error as text."""
+    from .. import corpus
+    from ..extraction import shared
+    from ..threads import configure
+    from ..types import RunOptions
+
+    try:
+        configure()
+        texts = corpus.sample_sentences(n, seed=settings["seed"], dataset=settings["dataset"],
+                                        csv_path=settings["csv_path"])["text"].tolist()
+        opts = RunOptions(max_length=settings["max_length"], bos_policy=settings["bos_policy"],
+                          dtype=settings["dtype"], device=settings["device"], progress=False)
+        shared.fill(model, texts, opts)
+        return None
+    except Exception as exc:  # noqa: BLE001 - the pages compute what is missing, and report real failures
+        return f"{type(exc).__name__}: {exc}".strip()
+
+
+def share_attention(pages: list[Page], profile: str, jobs: int) -> bool:
+    """Store the attention the pages will read (``extraction.shared``) in ``jobs`` processes, the largest
+    models first; whether the pages should read it (the profile shares attention)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    if profile not in SHARED_ATTENTION_PROFILES:
+        return False
+    plan = attention_plan(pages, profile)
+    if not plan:
+        return False
+    print(f"[sinkframes] computing the attention the pages share: "
+          f"{', '.join(f'{m} ({n} sentences)' for m, n, _ in plan)}", flush=True)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(plan)), mp_context=mp.get_context("spawn"),
+                             initializer=_worker_init, initargs=(mp.get_context("spawn").Value("i", 0), jobs, 0)) as pool:
+        futures = [pool.submit(_fill_one, m, n, settings) for m, n, settings in plan]
+        for (model, _, _), fut in zip(plan, futures, strict=True):
+            if (problem := fut.result()):
+                print(f"[sinkframes] {model}: its shared attention was not stored ({problem}); "
+                      "its pages compute their own", flush=True)
+    return True
+
+
 #: where independent pages run: worker processes on this machine, or Ray tasks
 EXECUTORS = ("local", "ray")
 
@@ -425,8 +501,19 @@ def build(
     if executor == "ray":
         failures += _run_on_ray(first, n, profile, root, out, ray_address, reuse)
     elif jobs > 1 and len(first) > 1:
-        convert_models_first([page for _, page in first], profile, jobs)
-        failures += _run_in_workers(first, n, profile, root, out, jobs, reuse)
+        pending = [page for k, page in first if not (reuse and _restorable(page, profile, root))]
+        convert_models_first(pending, profile, jobs)
+        sharing = share_attention(pending, profile, jobs)
+        previous = os.environ.get(SHARED_ENV)
+        if sharing:
+            os.environ[SHARED_ENV] = "1"  # the page workers and their kernels inherit it
+        try:
+            failures += _run_in_workers(first, n, profile, root, out, jobs, reuse)
+        finally:
+            if sharing and previous is None:
+                del os.environ[SHARED_ENV]
+            elif sharing and previous is not None:
+                os.environ[SHARED_ENV] = previous
     else:
         failures += [f for k, page in first if (f := _run_one(k, n, page, profile, root, out, reuse))]
     failures += [f for k, page in last if (f := _run_one(k, n, page, profile, root, out))]

@@ -16,6 +16,7 @@ import torch
 
 from .. import models
 from ..types import RunOptions
+from . import shared
 from .batching import STATS, backbone, forward, iterate_batches, raise_non_finite
 from .run import reducer_key, run_cached
 
@@ -47,15 +48,33 @@ def check_finite_layers(lm: models.LoadedModel, atts: Sequence[torch.Tensor], le
 
 @torch.no_grad()
 def iterate_samples(
-    lm: models.LoadedModel, ids: list[list[int]], opts: RunOptions, hidden_states: bool = False, desc: str = "forward"
+    lm: models.LoadedModel,
+    ids: list[list[int]],
+    opts: RunOptions,
+    hidden_states: bool = False,
+    desc: str = "forward",
+    share: bool = True,
 ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor | None]]:
     """Yield ``(index, attention [layer, head, n, n], hidden [layer+1, n, d] | None)`` per sample.
 
     Each sample is sliced from the model's per-layer tuple on its own (no ``[batch, layer, ...]`` copy of
-    the whole batch), so the peak is the model's attention output plus one sample's layers.
+    the whole batch), so the peak is the model's attention output plus one sample's layers. When the build
+    shares attention between pages (``extraction.shared``; ``share``), the samples it stored come from
+    the store first, and only the others run through the model.
     """
+    todo = list(range(len(ids)))
+    if share and shared.active(opts, hidden_states):
+        done = set()
+        for i, att in shared.stored(lm.record.ref, ids, opts):
+            done.add(i)
+            STATS["samples"] += 1
+            yield i, att, None
+        todo = [i for i in todo if i not in done]
+        if not todo:
+            return
     net = backbone(lm.model)
-    for batch, input_ids, mask in iterate_batches(lm, ids, opts.batch_size, opts.progress, desc):
+    for part, input_ids, mask in iterate_batches(lm, [ids[i] for i in todo], opts.batch_size, opts.progress, desc):
+        batch = [todo[j] for j in part]  # indices into ids
         out = forward(lm, net, input_ids, mask, output_attentions=True, output_hidden_states=hidden_states)
         atts = getattr(out, "attentions", None)  # per layer [batch, head, query, key]
         if not atts or any(a is None for a in atts):

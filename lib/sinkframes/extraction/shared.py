@@ -1,0 +1,98 @@
+"""Per-sentence attention computed once for a build and read by every page that needs it.
+
+The book's pages run many analyses over the same few models and overlapping sentence sets (the
+first 100-200 sentences of one seeded draw), and every analysis that needs only attention would
+otherwise run its own forward pass. The batch build first runs :func:`fill`: one pass per model
+over the union of the pages' sentences, storing each sentence's attention ``[layer, head, query,
+key]`` under its token ids, the model and the result-changing run options. With
+``SINKFRAMES_SHARED_ATTENTION=1`` (which the build then sets for its pages), ``iterate_samples``
+reads the stored sentences and runs the forward pass only for the others.
+
+Only :func:`fill` writes the store, so what a page reads never depends on which page ran first. A
+causal model's attention is stored as its lower triangle (the rest is exactly zero), which halves
+the disk it takes; a matrix with weight above the diagonal is stored whole.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from ..cache import Cache, CorruptCacheEntry, cache_key
+from ..types import RunOptions
+
+#: set to "1" to read stored sentence attention in ``iterate_samples``
+ENV = "SINKFRAMES_SHARED_ATTENTION"
+NAMESPACE = "attention"
+#: version of the stored layout (enters the key)
+VERSION = 1
+
+
+def active(opts: RunOptions, hidden_states: bool) -> bool:
+    """Whether an attention-only pass with ``opts`` reads the store (off when caching is off)."""
+    return os.environ.get(ENV) == "1" and opts.use_cache and not hidden_states
+
+
+def base_key(ref: str, opts: RunOptions) -> dict[str, Any]:
+    """The part of every sentence's key that depends on the model and options (built once per pass:
+    fingerprinting a model's weights takes a while)."""
+    return cache_key({"kind": "sentence_attention", "version": VERSION}, ref, [], opts)
+
+
+def sentence_key(base: dict[str, Any], ids: list[int]) -> dict[str, Any]:
+    return {**base, "ids": [int(t) for t in ids]}
+
+
+def pack(att: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``att`` ``[layer, head, n, n]`` as stored: its lower triangle when everything above is zero."""
+    n = att.shape[-1]
+    rows, cols = torch.tril_indices(n, n)
+    upper = torch.triu(att, diagonal=1)
+    if bool((upper == 0).all()):
+        return {"tril": att[..., rows, cols].contiguous(), "n": torch.tensor(n)}  # [layer, head, n (n + 1) / 2]
+    return {"full": att.contiguous()}
+
+
+def unpack(stored: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The ``[layer, head, n, n]`` tensor :func:`pack` stored, exactly."""
+    if "full" in stored:
+        return stored["full"]
+    n = int(stored["n"])
+    tril = stored["tril"]  # [layer, head, n (n + 1) / 2]
+    att = torch.zeros(*tril.shape[:-1], n, n, dtype=tril.dtype)
+    rows, cols = torch.tril_indices(n, n)
+    att[..., rows, cols] = tril
+    return att
+
+
+def stored(ref: str, ids: list[list[int]], opts: RunOptions) -> Iterator[tuple[int, torch.Tensor]]:
+    """``(index, attention)`` for each sample of ``ids`` the store holds (a damaged entry is skipped and
+    removed, so the forward pass computes that sample)."""
+    cache, base = Cache(namespace=NAMESPACE), base_key(ref, opts)
+    for i, x in enumerate(ids):
+        key = sentence_key(base, x)
+        if not cache.contains(key):
+            continue
+        try:
+            yield i, unpack(cache.load(key))
+        except (KeyError, CorruptCacheEntry):
+            cache.discard(key)
+
+
+def fill(ref: str, texts: list[str], opts: RunOptions) -> int:
+    """Store the attention of every text of ``texts`` that is not stored yet; how many were computed."""
+    from .attention import iterate_samples
+    from .batching import get_model, tokenize_for
+
+    lm = get_model(ref, opts)
+    ids = tokenize_for(lm, texts, opts)
+    cache, base = Cache(namespace=NAMESPACE), base_key(lm.record.ref, opts)  # the reference pages read under
+    todo = [x for x in dict.fromkeys(tuple(x) for x in ids) if not cache.contains(sentence_key(base, list(x)))]
+    if not todo:
+        return 0
+    for i, att, _ in iterate_samples(lm, [list(x) for x in todo], opts, hidden_states=False, share=False):
+        cache.store(sentence_key(base, list(todo[i])), pack(att))
+    return len(todo)

@@ -1,0 +1,94 @@
+"""Attention stored once per build and read by the pages (``extraction.shared``, ``book.batch``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sinkframes import corpus
+from sinkframes.book import batch
+from sinkframes.book.manifest import Page
+from sinkframes.extraction import batching, shared
+from sinkframes.extraction.attention import iterate_samples
+from sinkframes.types import RunOptions
+
+
+def test_causal_attention_is_stored_as_its_lower_triangle_and_comes_back_exactly():
+    g = torch.Generator().manual_seed(0)
+    causal = torch.tril(torch.rand(2, 3, 5, 5, generator=g))  # [layer, head, query, key]
+    packed = shared.pack(causal)
+    assert set(packed) == {"tril", "n"} and packed["tril"].shape == (2, 3, 15)
+    assert torch.equal(shared.unpack(packed), causal)
+    full = torch.rand(2, 3, 5, 5, generator=g)  # an encoder's: weight above the diagonal
+    assert set(shared.pack(full)) == {"full"}
+    assert torch.equal(shared.unpack(shared.pack(full)), full)
+
+
+def _samples(lm, ids, opts, share=True):
+    return {i: att for i, att, _ in iterate_samples(lm, ids, opts, share=share)}
+
+
+@pytest.mark.parametrize("ref", ["tiny:llama", "tiny:bert"])
+def test_pages_read_what_the_build_stored_and_compute_only_the_rest(ref, monkeypatch):
+    texts = corpus.sample_sentences(6, seed=2)["text"].tolist()
+    opts = RunOptions(batch_size=3, progress=False)
+    lm = batching.get_model(ref, opts)
+    ids = batching.tokenize_for(lm, texts, opts)
+    direct = _samples(lm, ids, opts, share=False)
+    assert shared.fill(ref, texts[:3], opts) == 3
+    assert shared.fill(ref, texts[:3], opts) == 0  # stored already: nothing computed again
+    monkeypatch.setenv(shared.ENV, "1")
+    before = batching.STATS["forward_passes"]
+    read = _samples(lm, ids, opts)
+    assert batching.STATS["forward_passes"] - before == 1  # one batch for the three sentences not stored
+    assert sorted(read) == list(range(6))
+    for i in range(3):  # stored from the same batches: the same tensors, bit for bit
+        assert torch.equal(read[i], direct[i])
+    for i in range(3, 6):  # computed in other batches: equal up to float32 rounding
+        torch.testing.assert_close(read[i], direct[i], rtol=1e-5, atol=1e-6)
+    monkeypatch.setenv(shared.ENV, "0")
+    before = batching.STATS["forward_passes"]
+    _samples(lm, ids, opts)
+    assert batching.STATS["forward_passes"] - before == 2  # not shared: every sentence through the model
+
+
+def test_the_store_is_not_read_without_the_result_cache_or_for_hidden_states(monkeypatch):
+    monkeypatch.setenv(shared.ENV, "1")
+    assert shared.active(RunOptions(), hidden_states=False)
+    assert not shared.active(RunOptions(use_cache=False), hidden_states=False)
+    assert not shared.active(RunOptions(), hidden_states=True)
+
+
+def test_a_damaged_entry_is_computed_again(monkeypatch):
+    texts = corpus.sample_sentences(2, seed=5)["text"].tolist()
+    opts = RunOptions(batch_size=2, progress=False)
+    shared.fill("tiny:llama", texts, opts)
+    lm = batching.get_model("tiny:llama", opts)
+    ids = batching.tokenize_for(lm, texts, opts)
+    cache = shared.Cache(namespace=shared.NAMESPACE)
+    payload, _ = cache._paths(shared.sentence_key(shared.base_key(lm.record.ref, opts), ids[0]))
+    payload.write_bytes(b"damaged")
+    monkeypatch.setenv(shared.ENV, "1")
+    before = batching.STATS["forward_passes"]
+    assert sorted(_samples(lm, ids, opts)) == [0, 1]
+    assert batching.STATS["forward_passes"] - before == 1 and not payload.exists()
+
+
+def _page(pid, **offline):
+    return Page(pid, "t.ipynb", f"{pid}.ipynb", pid, "P", {"offline": offline, "smoke": offline})
+
+
+def test_the_plan_takes_each_models_largest_draw_under_each_setting():
+    pages = [
+        _page("a", models=["m1", "m2"], n_sentences=200),
+        _page("b", models=["m1"], n_sentences=150, dtype="float32"),
+        _page("c", models=["m1"], n_sentences=100, max_length=128),  # another setting: its own entry
+        _page("d", models=["m2"], n_sentences=500, selection="official"),  # sentences chosen otherwise
+        _page("e", models=[], n_sentences=50),
+    ]
+    plan = {(m, n, s["max_length"]) for m, n, s in batch.attention_plan(pages, "offline")}
+    assert plan == {("m1", 200, 256), ("m2", 200, 256), ("m1", 100, 128)}
+
+
+def test_only_the_offline_profile_shares_attention():
+    assert not batch.share_attention([_page("a", models=["tiny:llama"], n_sentences=4)], "smoke", 1)
