@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ..cache import Cache, CorruptCacheEntry, cache_key
+from ..cache import Cache, CorruptCacheEntry, cache_key, texts_digest
 from ..types import RunOptions
 
 #: set to "1" to read stored sentence attention in ``iterate_samples``
@@ -83,16 +83,21 @@ def stored(ref: str, ids: list[list[int]], opts: RunOptions) -> Iterator[tuple[i
 
 
 def fill(ref: str, texts: list[str], opts: RunOptions) -> int:
-    """Store the attention of every text of ``texts`` that is not stored yet; how many were computed."""
+    """Store the attention of every text of ``texts`` that is not stored yet; how many were computed.
+
+    A finished fill leaves a marker under the texts' digest, so filling the same texts again (a build
+    after a change to the library) loads no model."""
     from .attention import iterate_samples
     from .batching import get_model, tokenize_for
 
+    cache, base = Cache(namespace=NAMESPACE), base_key(ref, opts)  # the model's reference, as pages read it
+    marker = {**base, "filled": texts_digest(list(texts))}
+    if cache.contains(marker):
+        return 0
     lm = get_model(ref, opts)
     ids = tokenize_for(lm, texts, opts)
-    cache, base = Cache(namespace=NAMESPACE), base_key(lm.record.ref, opts)  # the reference pages read under
     todo = [x for x in dict.fromkeys(tuple(x) for x in ids) if not cache.contains(sentence_key(base, list(x)))]
-    if not todo:
-        return 0
     for i, att, _ in iterate_samples(lm, [list(x) for x in todo], opts, hidden_states=False, share=False):
         cache.store(sentence_key(base, list(todo[i])), pack(att))
+    cache.store(marker, len(texts))
     return len(todo)
