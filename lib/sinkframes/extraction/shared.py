@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ..cache import Cache, CorruptCacheEntry, cache_key, texts_digest
+from ..cache import Cache, CorruptCacheEntry, cache_key
 from ..types import RunOptions
 
 #: set to "1" to read stored sentence attention in ``iterate_samples``
@@ -91,7 +91,7 @@ def fill(ref: str, texts: list[str], opts: RunOptions) -> int:
     from .batching import get_model, tokenize_for
 
     cache, base = Cache(namespace=NAMESPACE), base_key(ref, opts)  # the model's reference, as pages read it
-    marker = {**base, "filled": texts_digest(list(texts))}
+    marker = cache_key({"kind": "sentence_attention_filled", "version": VERSION}, ref, list(texts), opts)
     if cache.contains(marker):
         return 0
     lm = get_model(ref, opts)
