@@ -398,8 +398,9 @@ def _fill_one(model: str, n: int, settings: dict[str, Any]) -> str | None:
 
 
 def share_attention(pages: list[Page], profile: str, jobs: int) -> bool:
-    """Store the attention the pages will read (``extraction.shared``) in ``jobs`` processes, the largest
-    models first; whether the pages should read it (the profile shares attention)."""
+    """Store the attention the pages will read (``extraction.shared``) in ``jobs`` processes, one task per
+    model and setting of :func:`attention_plan`; whether the pages should read it (the profile shares
+    attention). A task that fails is announced: the pages then compute those sentences themselves."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
