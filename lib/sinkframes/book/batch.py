@@ -258,6 +258,11 @@ def build_html(root: Path) -> int:
     return subprocess.call(cmd, cwd=root)
 
 
+def failure_text(exc: BaseException) -> str:
+    """An error as the build reports it: ``Type: message``."""
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
 def _run_one(k: int, n: int, page: Page, profile: str, root: Path, out: Path | None,
              reuse: bool = False) -> tuple[str, str] | None:
     """Run page ``k`` of ``n`` with progress lines (with ``reuse``, copy its stored copy when its inputs are
@@ -276,7 +281,7 @@ def _run_one(k: int, n: int, page: Page, profile: str, root: Path, out: Path | N
     except Exception as exc:  # noqa: BLE001 - every failure is collected and reported
         print(f"[sinkframes] [{k}/{n}] {page.id}: FAILED after {time.time() - t0:.0f} s", flush=True)
         traceback.print_exc(limit=1)
-        return page.id, f"{type(exc).__name__}: {exc}".strip()
+        return page.id, failure_text(exc)
 
 
 def _worker_init(counter: Any, jobs: int, n_gpus: int) -> None:
@@ -331,7 +336,7 @@ def _convert_one(key: str) -> str | None:
         offline_folder(OFFLINE_MODELS[key])
         return None
     except Exception as exc:  # noqa: BLE001 - the pages that need the model report it, with their other models
-        return f"{type(exc).__name__}: {exc}".strip()
+        return failure_text(exc)
 
 
 def convert_models_first(pages: list[Page], profile: str, jobs: int) -> None:
@@ -394,7 +399,7 @@ def _fill_one(model: str, n: int, settings: dict[str, Any]) -> str | None:
         shared.fill(model, texts, opts)
         return None
     except Exception as exc:  # noqa: BLE001 - the pages compute what is missing, and report real failures
-        return f"{type(exc).__name__}: {exc}".strip()
+        return failure_text(exc)
 
 
 def share_attention(pages: list[Page], profile: str, jobs: int) -> bool:
