@@ -5,6 +5,10 @@ head average, plus the corrected variant's degree statistics per head at one thr
 and the same suite with length-sorted chunks of sentences padded into one tensor (``threshold_graph_metrics``
 on ``[sample x layer, N, N]``, head-averaged part only), to show what cross-sentence batching buys.
 
+With more than one thread (``--threads``), sentences above 50 tokens are split over helper processes
+(``metrics.graph_workers``); they are started before the timing, and the seconds that took are printed
+as ``helpers_start_s`` (once per process, like loading the model, which the forward time leaves out too).
+
 Usage: python bench/bench_spectral.py [--model smollm2] [--n 500]
 """
 
@@ -13,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from harness import arguments, forward_attention, report, timed
+from sinkframes.metrics.graph_workers import start_helpers
 from sinkframes.metrics.graphs import ALL_THRESHOLDS, SpectralReducer, pad_square, threshold_graph_metrics
 
 
@@ -29,6 +34,7 @@ def padded_head_average(atts: list[torch.Tensor], causal: bool, chunk: int = 64)
 def main() -> None:
     args = arguments()
     forward_s, atts, causal = forward_attention(args.model, args.n, args.batch_size, args.seed)
+    start_s, helpers = timed(start_helpers)
     full = SpectralReducer(per_head=True)
     averaged = SpectralReducer(per_head=False)
     full_s, _ = timed(lambda: [full(a, causal) for a in atts])
@@ -40,6 +46,8 @@ def main() -> None:
         args.n,
         forward_s,
         full_s,
+        helpers=helpers,
+        helpers_start_s=round(start_s, 2),
         head_average_only_s=round(avg_s, 3),
         head_average_padded_batches_s=round(padded_s, 3),
         mean_tokens=round(sum(a.shape[-1] for a in atts) / len(atts), 1),

@@ -95,4 +95,24 @@ def test_the_plan_takes_each_models_largest_draw_under_each_setting():
 
 
 def test_only_the_offline_profile_shares_attention():
-    assert not batch.share_attention([_page("a", models=["tiny:llama"], n_sentences=4)], "smoke", 1)
+    assert not batch.prepare_models_and_attention([_page("a", models=["tiny:llama"], n_sentences=4)], "smoke", 1)
+
+
+def test_the_preparation_converts_each_model_once_largest_first_then_fills(monkeypatch):
+    """One pool converts the GGUF models and stores the shared attention: a model's first attention task
+    converts it, conversions go first (the larger package first), a model no page shares gets a conversion
+    task of its own, and the rest keeps the plan's order."""
+    monkeypatch.setattr(batch, "models_to_convert", lambda pages, profile: ["small", "big", "lonely"])
+    monkeypatch.setattr(batch, "_package_bytes", {"small": 10, "big": 30, "lonely": 20}.get)
+    pages = [
+        _page("a", models=["plain", "small", "big"], n_sentences=200),
+        _page("b", models=["small"], n_sentences=100, max_length=128),
+        _page("c", models=["lonely"], n_sentences=10, selection="official"),
+    ]
+    tasks, _, _ = batch.preparation_tasks(pages, "offline")
+    assert [(m, convert, fill[0] if fill else None) for m, convert, fill in tasks] == [
+        ("big", True, 200), ("lonely", True, None), ("small", True, 200), ("plain", False, 200), ("small", False, 100),
+    ]
+    smoke, _, _ = batch.preparation_tasks(pages, "smoke")  # no shared attention: conversions alone
+    assert [(m, convert, fill) for m, convert, fill in smoke] == [("big", True, None), ("lonely", True, None),
+                                                                 ("small", True, None)]

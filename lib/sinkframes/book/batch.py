@@ -339,24 +339,6 @@ def _convert_one(key: str) -> str | None:
         return failure_text(exc)
 
 
-def convert_models_first(pages: list[Page], profile: str, jobs: int) -> None:
-    """Convert the GGUF models the pages need, in ``jobs`` processes at once, before any page starts.
-
-    Otherwise the first pages to load a model convert it while parallel pages wait on its lock, one
-    model after another. A failure is only announced: each page that needs the model reports it."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    keys = models_to_convert(pages, profile)
-    if not keys:
-        return
-    print(f"[sinkframes] converting {', '.join(keys)} from GGUF before the pages start", flush=True)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(keys)), mp_context=mp.get_context("spawn")) as pool:
-        for key, problem in zip(keys, pool.map(_convert_one, keys), strict=True):
-            if problem:
-                print(f"[sinkframes] {key} could not be converted ({problem}); its pages will say so", flush=True)
-
-
 #: profiles whose builds share attention between pages (``extraction.shared``): the offline one, whose
 #: small models' attention over a few hundred sentences takes a few hundred MB on disk; the hub models of
 #: the other profiles would take tens of GB
@@ -402,28 +384,75 @@ def _fill_one(model: str, n: int, settings: dict[str, Any]) -> str | None:
         return failure_text(exc)
 
 
-def share_attention(pages: list[Page], profile: str, jobs: int) -> bool:
-    """Store the attention the pages will read (``extraction.shared``) in ``jobs`` processes, one task per
-    model and setting of :func:`attention_plan`; whether the pages should read it (the profile shares
-    attention). A task that fails is announced: the pages then compute those sentences themselves."""
+def _package_bytes(model: str) -> int:
+    """Size of an offline model's packaged files: the larger, the longer its conversion."""
+    from ..models.gguf import package_dir
+    from ..models.registry import OFFLINE_MODELS
+
+    try:
+        return sum(f.stat().st_size for f in package_dir(OFFLINE_MODELS[model]).rglob("*") if f.is_file())
+    except Exception:  # noqa: BLE001 - only an ordering hint; the conversion reports real problems
+        return 0
+
+
+def _prepare_one(model: str, convert: bool, fill: tuple[int, dict[str, Any]] | None) -> str | None:
+    """Convert offline model ``model`` from GGUF if ``convert``, then store its attention on ``fill`` = ``(n,
+    settings)`` if given (a worker task); what went wrong, as a sentence for the log, or ``None``."""
+    if convert and (problem := _convert_one(model)):
+        return f"could not be converted ({problem}); its pages will say so"
+    if fill is not None and (problem := _fill_one(model, *fill)):
+        return f"its shared attention was not stored ({problem}); its pages compute their own"
+    return None
+
+
+Task = tuple[str, bool, "tuple[int, dict[str, Any]] | None"]  # (model, convert it, attention to store)
+
+
+def preparation_tasks(pages: list[Page], profile: str) -> tuple[list[Task], list[str], list[tuple[str, int, dict[str, Any]]]]:
+    """The tasks of :func:`prepare_models_and_attention` in the order they are given to the pool, with the
+    models to convert and the attention plan they come from. Each model to convert is converted by its
+    first attention task (or a task of its own if no page shares its attention); tasks with a conversion
+    come first, the largest package first; the others keep the plan's order."""
+    to_convert = models_to_convert(pages, profile)
+    plan = attention_plan(pages, profile) if profile in SHARED_ATTENTION_PROFILES else []
+    tasks: list[Task] = []
+    for model, n, settings in plan:
+        tasks.append((model, model in to_convert and all(t[0] != model for t in tasks), (n, settings)))
+    tasks += [(m, True, None) for m in to_convert if all(t[0] != m for t in tasks)]
+    sizes = {m: _package_bytes(m) for m in to_convert}
+    tasks.sort(key=lambda t: -sizes[t[0]] if t[1] else 0)  # stable: the plan's order otherwise
+    return tasks, to_convert, plan
+
+
+def prepare_models_and_attention(pages: list[Page], profile: str, jobs: int) -> bool:
+    """Before any page starts, in one pool of ``jobs`` processes: convert the GGUF models the pages need, and
+    store the attention they will read (``extraction.shared``; one task per model and setting of
+    :func:`attention_plan`, for the profiles in ``SHARED_ATTENTION_PROFILES``). Returns whether the pages
+    should read the stored attention.
+
+    Otherwise the first pages to load a model convert it while parallel pages wait on its lock. A model's
+    first attention task converts it, and tasks with a conversion go first, the largest model first, so
+    that the longest chain starts at once and the others fill the second process. A failure is only
+    announced: the pages that need the model compute or report it themselves."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    if profile not in SHARED_ATTENTION_PROFILES:
+    tasks, to_convert, plan = preparation_tasks(pages, profile)
+    if not tasks:
         return False
-    plan = attention_plan(pages, profile)
-    if not plan:
-        return False
-    print(f"[sinkframes] computing the attention the pages share: "
-          f"{', '.join(f'{m} ({n} sentences)' for m, n, _ in plan)}", flush=True)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(plan)), mp_context=mp.get_context("spawn"),
-                             initializer=_worker_init, initargs=(mp.get_context("spawn").Value("i", 0), jobs, 0)) as pool:
-        futures = [pool.submit(_fill_one, m, n, settings) for m, n, settings in plan]
-        for (model, _, _), fut in zip(plan, futures, strict=True):
+    if to_convert:
+        print(f"[sinkframes] converting {', '.join(to_convert)} from GGUF before the pages start", flush=True)
+    if plan:
+        print(f"[sinkframes] computing the attention the pages share: "
+              f"{', '.join(f'{m} ({n} sentences)' for m, n, _ in plan)}", flush=True)
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_worker_init,
+                             initargs=(ctx.Value("i", 0), jobs, 0)) as pool:
+        futures = [pool.submit(_prepare_one, *task) for task in tasks]
+        for (model, _, _), fut in zip(tasks, futures, strict=True):
             if (problem := fut.result()):
-                print(f"[sinkframes] {model}: its shared attention was not stored ({problem}); "
-                      "its pages compute their own", flush=True)
-    return True
+                print(f"[sinkframes] {model}: {problem}", flush=True)
+    return bool(plan)
 
 
 #: where independent pages run: worker processes on this machine, or Ray tasks
@@ -508,8 +537,7 @@ def build(
         failures += _run_on_ray(first, n, profile, root, out, ray_address, reuse)
     elif jobs > 1 and len(first) > 1:
         pending = [page for k, page in first if not (reuse and _restorable(page, profile, root))]
-        convert_models_first(pending, profile, jobs)
-        sharing = share_attention(pending, profile, jobs)
+        sharing = prepare_models_and_attention(pending, profile, jobs)
         previous = os.environ.get(SHARED_ENV)
         if sharing:
             os.environ[SHARED_ENV] = "1"  # the page workers and their kernels inherit it

@@ -30,6 +30,12 @@ except ImportError:  # pragma: no cover - a SciPy that moved it
     _SymmetricArpackParams = None
 
 
+#: seed of the generator ARPACK draws a new start vector from when it asks for one (``ido == 4``, after
+#: the given start led nowhere). ``eigsh`` seeds it from the operating system unless told otherwise,
+#: which made the rare graphs that need it come out differently from one run to the next.
+RESTART_SEED = 0
+
+
 class CsrOperator(LinearOperator):
     """A CSR matrix as ARPACK's operator, with the product computed by the kernel ``csr_matrix @ x`` uses
     (so ARPACK sees the same numbers) but without the checks and dispatch of the public product."""
@@ -49,10 +55,20 @@ class CsrOperator(LinearOperator):
         return np.asarray(self.m @ x)
 
 
-def _params(op: CsrOperator, k: int, v0: np.ndarray) -> Any:
-    """The parameter object ``eigsh(op, k, which="SM", v0=v0)`` iterates (standard mode, no shift)."""
-    return _SymmetricArpackParams(op.shape[0], k, "d", op.matvec, 1, None, None, None, None, v0, None, "SM", 0,
-                                  np.random.default_rng(None))
+def csr_parts(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data)`` of ``csr_matrix(dense)`` for a square float64 ``dense``: the nonzero entries
+    in row-major order, as that constructor stores them, without its conversions and checks."""
+    rows, cols = np.nonzero(dense)
+    indptr = np.zeros(dense.shape[0] + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows, minlength=dense.shape[0]), out=indptr[1:])
+    return indptr, cols.astype(np.int32), dense[rows, cols]
+
+
+def _params(n: int, matvec: Any, k: int, v0: np.ndarray) -> Any:
+    """The parameter object ``eigsh(op, k, which="SM", v0=v0, rng=np.random.default_rng(RESTART_SEED))``
+    iterates (standard mode, no shift)."""
+    return _SymmetricArpackParams(n, k, "d", matvec, 1, None, None, None, None, v0, None, "SM", 0,
+                                  np.random.default_rng(RESTART_SEED))
 
 
 def _fast_loop_available(params: Any) -> bool:
@@ -62,19 +78,40 @@ def _fast_loop_available(params: Any) -> bool:
 
 
 def eigsh_smallest(m: csr_matrix, k: int, v0: np.ndarray) -> np.ndarray:
-    """``eigsh(m, k, which="SM", v0=v0, return_eigenvectors=False)``, the same values bit for bit.
+    """``eigsh(m, k, which="SM", v0=v0, return_eigenvectors=False, rng=np.random.default_rng(RESTART_SEED))``,
+    the same values bit for bit.
 
     Raises what ``eigsh`` raises (``ArpackNoConvergence``, ``ArpackError``)."""
-    op = CsrOperator(m)
+    return _lanczos(m.shape[0], m.indptr, m.indices, m.data, k, v0, lambda: m)
+
+
+def eigsh_smallest_dense(dense: np.ndarray, k: int, v0: np.ndarray) -> np.ndarray:
+    """:func:`eigsh_smallest` of ``csr_matrix(dense)`` (``dense`` square float64), the same values bit for bit,
+    with the sparse arrays taken straight from ``dense``."""
+    indptr, indices, data = csr_parts(dense)
+    return _lanczos(dense.shape[0], indptr, indices, data, k, v0, lambda: csr_matrix(dense))
+
+
+def _lanczos(
+    n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, k: int, v0: np.ndarray, matrix: Any
+) -> np.ndarray:
+    """ARPACK's loop on the ``n x n`` CSR arrays; ``matrix()`` builds the ``csr_matrix`` for ``eigsh`` itself,
+    called only where SciPy's internals are not the ones the loop drives."""
     if _SymmetricArpackParams is None:  # pragma: no cover - a SciPy that moved it
-        return eigsh(op, k=k, which="SM", v0=v0, return_eigenvectors=False)
-    params = _params(op, k, v0)
+        return eigsh(CsrOperator(matrix()), k=k, which="SM", v0=v0, return_eigenvectors=False,
+                     rng=np.random.default_rng(RESTART_SEED))
+
+    def product(x: np.ndarray) -> np.ndarray:  # the operator ARPACK's parameter object is given
+        y = np.zeros(n, dtype=np.float64)
+        _csr_matvec(n, n, indptr, indices, data, x, y)
+        return y
+
+    params = _params(n, product, k, v0)
     if not _fast_loop_available(params):  # pragma: no cover - a SciPy that changed it
-        return eigsh(op, k=k, which="SM", v0=v0, return_eigenvectors=False)
-    n = m.shape[0]
+        return eigsh(CsrOperator(matrix()), k=k, which="SM", v0=v0, return_eigenvectors=False,
+                     rng=np.random.default_rng(RESTART_SEED))
     solver, state = params._arpack_solver, params.arpack_dict
     resid, v, ipntr, workd, workl = params.resid, params.v, params.ipntr, params.workd, params.workl
-    indptr, indices, data = m.indptr, m.indices, m.data
     while True:
         solver(state, resid, v, ipntr, workd, workl)
         ido = state["ido"]

@@ -37,17 +37,19 @@ Degree statistics and eigenvalue differences are computed in float64 (a variance
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from scipy.sparse import csr_matrix
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence
 
 from ..tensors import require_finite
+from ..threads import single_torch_thread
 from ..types import MODES, Mode, check_mode
-from .arpack import eigsh_smallest
+from .arpack import eigsh_smallest_dense
+from .graph_workers import SplitGraphMetrics, helper_count
 
 #: the thresholds of the paper (Sec. 4) and of ``laplacian.ipynb``
 PAPER_THRESHOLDS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
@@ -185,10 +187,13 @@ def _laplacian_eigenvalues(lap: torch.Tensor, valid: torch.Tensor, k: int = 3) -
     return torch.where(idx < n, ev, torch.full_like(ev, float("nan")))
 
 
+@functools.cache
 def arpack_start(n: int) -> np.ndarray:
     """The fixed ARPACK start vector for an ``n``-node graph (seeded by ``n``; not constant, since the
-    constant vector is itself an eigenvector of every Laplacian)."""
-    return np.random.default_rng(n).uniform(-1.0, 1.0, n)
+    constant vector is itself an eigenvector of every Laplacian). Drawn once per size and shared: read-only."""
+    v0 = np.random.default_rng(n).uniform(-1.0, 1.0, n)
+    v0.setflags(write=False)
+    return v0
 
 
 def arpack_smallest(lap: np.ndarray, k: int = 3) -> np.ndarray:
@@ -197,7 +202,7 @@ def arpack_smallest(lap: np.ndarray, k: int = 3) -> np.ndarray:
     ARPACK fails."""
     n = lap.shape[0]
     try:
-        ev = eigsh_smallest(csr_matrix(lap), k, arpack_start(n))
+        ev = eigsh_smallest_dense(lap, k, arpack_start(n))
     except (ArpackNoConvergence, ArpackError):
         ev = np.linalg.eigvalsh(lap)[:k]
     ev = np.sort(np.asarray(ev, dtype=np.float64))
@@ -364,8 +369,17 @@ def _graph_outputs(q: _GraphQuantities, variants: set[str], causal: bool, spectr
     return {k: v.double() for k, v in out.items()}  # float64 throughout, as numpy computes the official values
 
 
+def one_way_only(att: torch.Tensor, threshold: float) -> bool:
+    """Whether no pair of distinct nodes of ``att`` ``[graph, n, n]`` passes ``threshold`` both ways (so none
+    passes any higher threshold both ways either): always so for causal attention."""
+    b = att.float() > threshold  # [graph, query, key]
+    both = b & b.transpose(-1, -2)
+    both.diagonal(dim1=-2, dim2=-1).zero_()  # a self-loop is not a pair
+    return not bool(both.any())
+
+
 def sentence_graph_metrics(
-    att: torch.Tensor, causal: bool, thresholds: Sequence[float] = ALL_THRESHOLDS
+    att: torch.Tensor, causal: bool, thresholds: Sequence[float] = ALL_THRESHOLDS, one_way: bool | None = None
 ) -> dict[str, torch.Tensor]:
     """:func:`threshold_graph_metrics` (every variant, with spectra) for unpadded graphs ``[graph, n, n]``
     of one size, such as one sentence's layers: the same values bit for bit from fewer, larger tensor calls.
@@ -373,6 +387,8 @@ def sentence_graph_metrics(
     Every quantity comes from the bool threshold graphs; the corrected Laplacian is built in float64
     in one step, and whether any pair passes both ways is read off the degree sums
     (``|max(B, B^T)| = 2 |B| - |B and B^T|`` off the diagonal) instead of a product of matrices.
+    ``one_way`` gives that answer (:func:`one_way_only` at the lowest threshold) for a larger set of graphs
+    that ``att`` is a part of, so that each part is computed as in the whole (``graph_workers``).
     """
     if att.dim() != 3 or att.shape[-1] != att.shape[-2]:
         raise ValueError(f"attention must be [graph, n, n], got {tuple(att.shape)}")
@@ -392,7 +408,9 @@ def sentence_graph_metrics(
     touched = (neighbours > 0) | (loops > 0)  # nodes in the edge list: a link or a self-loop
     undirected = neighbours.sum(-1)  # [threshold, graph]: off-diagonal entries of max(B, B^T)
     directed = (deg - loops).sum(-1).double()  # [threshold, graph]: off-diagonal entries of B
-    if bool((undirected == 2 * directed).all()):  # no pair passes both ways
+    if one_way is None:
+        one_way = bool((undirected == 2 * directed).all())
+    if one_way:  # no pair passes both ways
         faithful_ev = 0.5 * corrected_ev
     else:
         half = B.double()  # [threshold, graph, query, key]
@@ -433,7 +451,7 @@ class SpectralReducer:
     head_threshold: float = 0.05
     head_metrics: tuple[str, ...] = ("star_basic", "centralization", "density_allowed")
     name: str = "spectral"
-    version: int = 7
+    version: int = 8
     thresholds: tuple[float, ...] = field(default=ALL_THRESHOLDS)
 
     def key(self) -> dict:
@@ -455,10 +473,21 @@ class SpectralReducer:
         mean = a.mean(1)  # [layer, query, key]
         if not bool(torch.isfinite(mean.sum())):  # NaN and inf reach the sum; a finite overflow passes below
             require_finite(attn)
-        res = sentence_graph_metrics(mean, causal, self.thresholds)
+        heads: dict[str, torch.Tensor] = {}
+        # split only where ARPACK runs (above 50 tokens): shorter sentences ran slower split (measured)
+        helpers = helper_count() if n > LAPLACIAN_DENSE_MAX_TOKENS else 0
+        if helpers:
+            with single_torch_thread():  # the other threads' cores go to the helper processes
+                job = SplitGraphMetrics(mean, causal, self.thresholds, helpers)  # the helpers start on their shares
+                if self.per_head:
+                    heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold)
+                res = job.result()
+        else:
+            res = sentence_graph_metrics(mean, causal, self.thresholds)
+            if self.per_head:
+                heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold)
         res["n_tokens"] = torch.tensor(n)
         if self.per_head:
-            heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold)
             for m in self.head_metrics:
                 res[f"head/{m}"] = heads[f"corrected/{m}"].reshape(L, H).contiguous()
         return res

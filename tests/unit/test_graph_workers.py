@@ -1,0 +1,150 @@
+"""A sentence's threshold graphs split over helper processes (``metrics.graph_workers``): the same values as
+in one process (the degree statistics and the ARPACK answers bit for bit, the dense eigenvalues up to
+LAPACK's rounding, which depends on where each matrix lies in memory); a helper that dies costs only time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sinkframes.metrics import graph_workers as gw
+from sinkframes.metrics import graphs as g
+from sinkframes.threads import single_torch_thread
+
+
+def _attention(seed: int, layers: int, n: int, causal: bool, symmetric_layers: tuple[int, ...] = ()) -> torch.Tensor:
+    """Seeded head-averaged attention ``[layer, query, key]`` with a sink column, quantized to multiples of
+    0.001; the ``symmetric_layers`` have pairs that pass both ways."""
+    gen = torch.Generator().manual_seed(seed)
+    logits = 2.0 * torch.randn(layers, n, n, generator=gen)
+    for layer in symmetric_layers:
+        logits[layer] = logits[layer] + logits[layer].T
+    logits[..., 0] += 3.0
+    if causal:
+        logits = logits.masked_fill(~torch.tril(torch.ones(n, n, dtype=torch.bool)), float("-inf"))
+    else:  # bidirectional but one-way outside the symmetric layers: each pair passes in one direction only
+        upper = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+        for layer in range(layers):
+            if layer not in symmetric_layers:
+                logits[layer] = logits[layer].masked_fill(upper, -30.0)
+    return torch.round(torch.softmax(logits, -1) * 1000) / 1000
+
+
+#: metrics that come from the dense ``eigvalsh`` (rounding of the order of 1e-14 between batch layouts)
+_DENSE_SPECTRAL = ("corrected/lambda2", "corrected/lambda2_norm", "corrected/spectral_gap", "fiedler/fiedler")
+
+
+def _assert_same(new: dict[str, torch.Tensor], old: dict[str, torch.Tensor]) -> None:
+    """Equal keys, shapes and NaNs; the dense spectra within 1e-12, everything else bit for bit (the
+    laplacian variant's Fiedler value and gap come from ARPACK above 50 tokens, dense below; within 1e-12)."""
+    assert list(new) == list(old)
+    for k in old:
+        assert new[k].dtype == old[k].dtype and new[k].shape == old[k].shape, k
+        assert torch.equal(new[k].isnan(), old[k].isnan()), k
+        if k in _DENSE_SPECTRAL or k in ("laplacian/fiedler", "laplacian/spectral_gap"):
+            torch.testing.assert_close(new[k].nan_to_num(), old[k].nan_to_num(), rtol=0, atol=1e-12, msg=k)
+        else:
+            assert torch.equal(new[k].nan_to_num(), old[k].nan_to_num()), k
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _end_helpers():
+    yield
+    gw._HELPERS.close()
+
+
+@pytest.mark.parametrize(("causal", "symmetric"), [(True, ()), (False, (1,)), (False, ())])
+def test_split_over_a_helper_equals_one_process(causal, symmetric):
+    """Graphs 0, 2, 4 here and 1, 3 in the helper. In the bidirectional case only layer 1 (the helper's) has
+    pairs passing both ways: this process's share alone would take the one-way shortcut, so the sentence-wide
+    choice must reach it."""
+    att = _attention(5, 5, 56, causal, symmetric)  # above 50 tokens: ARPACK on the disconnected graphs
+    with single_torch_thread():
+        whole = g.sentence_graph_metrics(att, causal)
+        split = gw.SplitGraphMetrics(att, causal, g.ALL_THRESHOLDS, helpers=1).result()
+    _assert_same(split, whole)
+    assert g.one_way_only(att, min(g.ALL_THRESHOLDS)) == (not symmetric)
+    assert g.one_way_only(att[0::2], min(g.ALL_THRESHOLDS))  # the share that would have decided alone
+
+
+def test_a_helper_that_dies_is_replaced_by_this_process():
+    att = _attention(8, 4, 53, True)
+    with single_torch_thread():
+        whole = g.sentence_graph_metrics(att, True)
+        job = gw.SplitGraphMetrics(att, True, g.ALL_THRESHOLDS, helpers=1)
+        (_, worker), = job.sent
+        worker.proc.kill()
+        worker.proc.wait()
+        with pytest.warns(RuntimeWarning, match="helper process failed"):
+            split = job.result()
+    _assert_same(split, whole)
+    assert worker not in gw._HELPERS.get(1)  # a new helper took its place
+
+
+def test_the_reducer_splits_only_long_sentences_and_gives_what_one_thread_gives(monkeypatch):
+    """With two threads the reducer hands half the layers of a sentence above 50 tokens to a helper; the
+    values equal the one-thread computation. Shorter sentences stay in this process."""
+    calls: list[int] = []
+    real = gw.SplitGraphMetrics.__init__
+
+    def counting(self, att, causal, thresholds, helpers=None):
+        calls.append(helpers)
+        real(self, att, causal, thresholds, helpers)
+
+    monkeypatch.setattr(gw.SplitGraphMetrics, "__init__", counting)
+    gen = torch.Generator().manual_seed(2)
+    reducer = g.SpectralReducer()
+    for n in (20, 57):
+        logits = torch.randn(4, 3, n, n, generator=gen)
+        logits[..., 0] += 3.0
+        att = torch.softmax(logits.masked_fill(~torch.tril(torch.ones(n, n, dtype=torch.bool)), float("-inf")), -1)
+        before = torch.get_num_threads()
+        try:
+            torch.set_num_threads(1)
+            alone = reducer(att, True)
+            torch.set_num_threads(2)
+            shared = reducer(att, True)
+        finally:
+            torch.set_num_threads(before)
+        _assert_same(shared, alone)
+    assert calls == [1]  # the 57-token sentence only, with one helper
+
+
+def test_csr_arrays_from_a_dense_matrix_are_the_constructors():
+    from scipy.sparse import csr_matrix
+
+    from sinkframes.metrics.arpack import csr_parts, eigsh_smallest, eigsh_smallest_dense
+
+    rng = np.random.default_rng(1)
+    dense = np.where(rng.random((57, 57)) > 0.8, rng.standard_normal((57, 57)), 0.0)
+    dense[3] = 0.0  # an empty row
+    dense = dense + dense.T
+    m = csr_matrix(dense)
+    for got, want in zip(csr_parts(dense), (m.indptr, m.indices, m.data), strict=True):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    v0 = g.arpack_start(57)
+    assert np.array_equal(eigsh_smallest_dense(dense, 3, v0), eigsh_smallest(m, 3, v0))
+
+
+def test_arpack_restarts_from_a_seeded_generator():
+    """On a graph whose Krylov space runs out (two edges among 60 nodes), ARPACK asks for new random start
+    vectors. ``eigsh`` draws them from the operating system's entropy, so its raw answers differ from call
+    to call; the book's loop draws them from ``RESTART_SEED`` and repeats, equal to ``eigsh`` given that seed."""
+    import scipy.sparse.linalg as sla
+    from scipy.sparse import csr_matrix
+
+    from sinkframes.metrics.arpack import RESTART_SEED, eigsh_smallest
+
+    n = 60
+    b = np.zeros((n, n))
+    b[1, 0] = b[2, 0] = 1.0
+    w = 0.5 * (b + b.T)
+    m = csr_matrix(np.diag(w.sum(1)) - w)
+    v0 = g.arpack_start(n)
+    unseeded = {tuple(sla.eigsh(m, k=3, which="SM", v0=v0, return_eigenvectors=False)) for _ in range(4)}
+    assert len(unseeded) > 1  # the case does exercise the random restarts
+    ours = {tuple(eigsh_smallest(m, 3, v0)) for _ in range(4)}
+    assert len(ours) == 1
+    seeded = sla.eigsh(m, k=3, which="SM", v0=v0, return_eigenvectors=False, rng=np.random.default_rng(RESTART_SEED))
+    assert ours == {tuple(seeded)}
