@@ -76,16 +76,22 @@ def _outputs(lm: LoadedModel, input_ids: torch.Tensor, mask: torch.Tensor) -> to
     return out.last_hidden_state.float() if hasattr(out, "last_hidden_state") else out[0].float()
 
 
-def _decoder_scores(base: torch.Tensor, edited: torch.Tensor, ids: list[int]) -> dict[str, float]:
-    """Mean next-token KL(base || edited) over positions, and both mean negative log-likelihoods."""
+def _decoder_scores(base: torch.Tensor, edited: dict[str, torch.Tensor], ids: list[int]) -> dict[str, dict[str, float]]:
+    """Per condition: mean next-token KL(base || edited) over positions, and both mean negative
+    log-likelihoods. ``base`` ``[token, vocab]`` logits, ``edited`` ``{condition: [token, vocab]}``; the base
+    distribution is computed once for all conditions."""
     n = len(ids)
     lp = torch.log_softmax(base[: n - 1].double(), -1)  # [position, vocab]
-    lq = torch.log_softmax(edited[: n - 1].double(), -1)
-    kl = (lp.exp() * (lp - lq)).sum(-1).mean().item()
+    p = lp.exp()
     target = torch.tensor(ids[1:])
-    nll_b = -lp[torch.arange(n - 1), target].mean().item()
-    nll_e = -lq[torch.arange(n - 1), target].mean().item()
-    return {"kl": kl, "nll_base": nll_b, "nll_edit": nll_e}
+    rows = torch.arange(n - 1)
+    nll_b = -lp[rows, target].mean().item()
+    out = {}
+    for cond, logits in edited.items():
+        lq = torch.log_softmax(logits[: n - 1].double(), -1)
+        kl = (p * (lp - lq)).sum(-1).mean().item()
+        out[cond] = {"kl": kl, "nll_base": nll_b, "nll_edit": -lq[rows, target].mean().item()}
+    return out
 
 
 def _encoder_scores(base: torch.Tensor, edited: torch.Tensor, n: int) -> dict[str, float]:
@@ -123,18 +129,18 @@ def output_check(
     rows = []
     for idx, input_ids, mask in iterate_batches(lm, ids, o.batch_size, o.progress, f"{lm.record.ref}: attention edit"):
         base = _outputs(lm, input_ids, mask)
+        edited = {}  # every condition's outputs at once, so that each sentence's base is scored once
         for cond, keys in conditions.items():
-            k = torch.tensor([keys[i] for i in idx])
-            with attention_hook(lm.model, edit=remove_key(k)):
-                edited = _outputs(lm, input_ids, mask)
-            for r, i in enumerate(idx):
-                n = len(ids[i])
-                score = (
-                    _decoder_scores(base[r], edited[r], ids[i])
-                    if lm.record.causal
-                    else _encoder_scores(base[r], edited[r], n)
-                )
-                rows.append({"sentence": i, "condition": cond, "removed_key": keys[i], "n_tokens": n, **score})
+            with attention_hook(lm.model, edit=remove_key(torch.tensor([keys[i] for i in idx]))):
+                edited[cond] = _outputs(lm, input_ids, mask)
+        for r, i in enumerate(idx):
+            n = len(ids[i])
+            if lm.record.causal:
+                scores = _decoder_scores(base[r], {c: e[r] for c, e in edited.items()}, ids[i])
+            else:
+                scores = {c: _encoder_scores(base[r], e[r], n) for c, e in edited.items()}
+            for cond, keys in conditions.items():
+                rows.append({"sentence": i, "condition": cond, "removed_key": keys[i], "n_tokens": n, **scores[cond]})
     return pd.DataFrame(rows).sort_values("sentence", kind="stable").reset_index(drop=True)
 
 
