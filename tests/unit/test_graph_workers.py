@@ -48,10 +48,11 @@ def _assert_same(new: dict[str, torch.Tensor], old: dict[str, torch.Tensor]) -> 
             assert torch.equal(new[k].nan_to_num(), old[k].nan_to_num()), k
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _end_helpers():
+@pytest.fixture(autouse=True)
+def _fresh_helpers():
     yield
     gw._HELPERS.close()
+    gw._HELPERS.failed = False
 
 
 @pytest.mark.parametrize(("causal", "symmetric"), [(True, ()), (False, (1,)), (False, ())])
@@ -78,8 +79,11 @@ def test_a_helper_that_dies_is_replaced_by_this_process():
         worker.proc.wait()
         with pytest.warns(RuntimeWarning, match="helper process failed"):
             split = job.result()
-    _assert_same(split, whole)
-    assert worker not in gw._HELPERS.get(1)  # a new helper took its place
+        _assert_same(split, whole)
+        assert gw._HELPERS.get(1) == []  # none is started again: what failed would fail on every sentence
+        again = gw.SplitGraphMetrics(att, True, g.ALL_THRESHOLDS, helpers=1)
+        assert again.sent == []
+        _assert_same(again.result(), whole)
 
 
 def test_the_reducer_splits_only_long_sentences_and_gives_what_one_thread_gives(monkeypatch):

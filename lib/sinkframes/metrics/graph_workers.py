@@ -11,8 +11,8 @@ them. The degree statistics and ARPACK's answers are the same bit for bit; the d
 to LAPACK's rounding (about 1e-14), which already depends on where in memory each matrix of a batch lies.
 
 The helpers start on first use (a few seconds: a fresh interpreter imports torch), stay for later
-sentences and end with this process. A helper that fails or dies is not used again, and its share
-is computed here instead: nothing computed is lost.
+sentences and end with this process. If a helper fails or dies, its share is computed here instead
+(nothing computed is lost) and this process starts no helper again.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class _Worker:
     def __init__(self) -> None:
         import sys
 
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # the modules this process imports
         self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env)
         self.ready = False
@@ -127,19 +128,24 @@ class _Helpers:
     def __init__(self) -> None:
         self._workers: list[_Worker] = []
         self._lock = threading.Lock()
+        self.failed = False  # a helper failed: none is started again in this process
         atexit.register(self.close)
 
     def get(self, count: int) -> list[_Worker]:
-        """Up to ``count`` running helpers, starting the missing ones."""
+        """Up to ``count`` running helpers, starting the missing ones; none after a helper failed."""
         with self._lock:
+            if self.failed:
+                return []
             self._workers = [w for w in self._workers if w.alive()]
             while len(self._workers) < count:
                 self._workers.append(_Worker())
             return self._workers[:count]
 
     def drop(self, worker: _Worker) -> None:
-        """Stop using ``worker`` (it failed)."""
+        """Stop using ``worker`` (it failed), and start no other: what failed once (a helper that cannot import
+        this package, a machine out of memory) would fail again, on every sentence."""
         with self._lock:
+            self.failed = True
             if worker in self._workers:
                 self._workers.remove(worker)
         worker.end(kill=True)
@@ -241,8 +247,8 @@ def _receive(worker: _Worker) -> dict[str, torch.Tensor] | None:
 
 def _give_up(worker: _Worker, why: str) -> None:
     """Drop a failed helper, saying why; its work is done in this process."""
-    warnings.warn(f"a spectral helper process failed and is no longer used; its graphs are computed here:\n{why}",
-                  RuntimeWarning, stacklevel=3)
+    warnings.warn("a spectral helper process failed; this process computes its graphs, and every graph from now "
+                  f"on, itself:\n{why}", RuntimeWarning, stacklevel=3)
     _HELPERS.drop(worker)
 
 
