@@ -4,7 +4,7 @@ A sentence's spectral suite is 30 layers x 8 thresholds of small graphs. Its two
 second core from inside one process: ARPACK's loop (the official solver of the faithful variant above
 50 tokens) holds the interpreter lock, and LAPACK's ``eigvalsh`` spends most of its time on per-matrix
 overhead, one matrix after the other. So where ``threads.configure`` gave the process ``k > 1``
-threads, :func:`split_graph_metrics` hands every ``k``-th layer to each of ``k - 1`` helper processes
+threads, :class:`SplitGraphMetrics` hands every ``k``-th layer to each of ``k - 1`` helper processes
 and computes the rest itself, each on one thread. Every graph is computed by the same function as in
 one process, with the sentence-wide choice (whether any pair passes both ways) made once for all of
 them. The degree statistics and ARPACK's answers are the same bit for bit; the dense eigenvalues agree

@@ -444,7 +444,9 @@ class SpectralReducer:
     threshold in ``ALL_THRESHOLDS`` (the corrected and both faithful variants), and, if
     ``per_head``, ``{"head/<metric>": [layer, head]}`` for the corrected variant's degree statistics
     at ``head_threshold`` (per-head spectra at every threshold would cost more than the forward pass).
-    ``version`` enters cache keys: bump it when the output changes.
+    In a process given several threads, a sentence above ``LAPLACIAN_DENSE_MAX_TOKENS`` tokens is split
+    over helper processes (``graph_workers``). ``version`` enters cache keys: bump it when the output
+    changes (8: ARPACK's restarts seeded).
     """
 
     per_head: bool = True
