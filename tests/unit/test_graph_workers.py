@@ -152,3 +152,19 @@ def test_arpack_restarts_from_a_seeded_generator():
     assert len(ours) == 1
     seeded = sla.eigsh(m, k=3, which="SM", v0=v0, return_eigenvectors=False, rng=np.random.default_rng(RESTART_SEED))
     assert ours == {tuple(seeded)}
+
+
+def test_an_interrupt_is_left_to_the_parent():
+    """A notebook kernel's shutdown (or Ctrl-C) sends SIGINT to the process group; a helper ignores it and
+    keeps answering until its parent ends it."""
+    import signal
+
+    (worker,) = gw._HELPERS.get(1)
+    worker.wait_ready()
+    worker.proc.send_signal(signal.SIGINT)
+    att = _attention(4, 3, 52, True)
+    with single_torch_thread():
+        job = gw.SplitGraphMetrics(att, True, g.ALL_THRESHOLDS, helpers=1)
+        assert [w for _, w in job.sent] == [worker]
+        _assert_same(job.result(), g.sentence_graph_metrics(att, True))
+    assert worker.alive() and not gw._HELPERS.failed

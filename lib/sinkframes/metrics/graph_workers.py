@@ -89,9 +89,13 @@ class _Worker:
 def _serve() -> None:
     """A helper's loop: receive ``(attention, causal, thresholds, one_way)`` on stdin, send back the metrics as
     numpy arrays (or ``("error", text)``) on stdout; ``None`` or the end of stdin ends it."""
+    import signal
     import sys
     import traceback
 
+    # Ctrl-C, or a notebook kernel's shutdown, reaches the whole process group: the parent decides, and ends
+    # its helpers (or its exit closes their stdin)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     read, write = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not enter the answers
 
