@@ -54,13 +54,12 @@ class _Worker:
 
     def recv(self) -> Any:
         """The next answer (after the ready message, read first if it has not been)."""
+        self.wait_ready()
         assert self.proc.stdout is not None
-        if not self.ready:
-            pickle.load(self.proc.stdout)
-            self.ready = True
         return pickle.load(self.proc.stdout)
 
     def wait_ready(self) -> None:
+        """Read the ready message if it has not been read."""
         assert self.proc.stdout is not None
         if not self.ready:
             pickle.load(self.proc.stdout)
