@@ -74,7 +74,8 @@ def test_a_helper_that_dies_is_replaced_by_this_process():
     with single_torch_thread():
         whole = g.sentence_graph_metrics(att, True)
         job = gw.SplitGraphMetrics(att, True, g.ALL_THRESHOLDS, helpers=1)
-        (_, worker), = job.sent
+        ((_, ticket),) = job.sent
+        worker = ticket.worker
         worker.proc.kill()
         worker.proc.wait()
         with pytest.warns(RuntimeWarning, match="helper process failed"):
@@ -112,7 +113,7 @@ def test_the_reducer_splits_only_long_sentences_and_gives_what_one_thread_gives(
         finally:
             torch.set_num_threads(before)
         _assert_same(shared, alone)
-    assert calls == [1]  # the 57-token sentence only, with one helper
+    assert calls == [0, 0, 0, 1]  # a helper only for the 57-token sentence with two threads
 
 
 def test_csr_arrays_from_a_dense_matrix_are_the_constructors():
@@ -129,6 +130,21 @@ def test_csr_arrays_from_a_dense_matrix_are_the_constructors():
         assert got.dtype == want.dtype and np.array_equal(got, want)
     v0 = g.arpack_start(57)
     assert np.array_equal(eigsh_smallest_dense(dense, 3, v0), eigsh_smallest(m, 3, v0))
+
+
+def test_scipys_own_eigsh_stands_in_for_the_tight_loop(monkeypatch):
+    """Where SciPy's parameter object lacks the state the loop drives, ``eigsh`` itself runs: the same values."""
+    from sinkframes.metrics import arpack
+
+    rng = np.random.default_rng(4)
+    b = (rng.random((58, 58)) > 0.95).astype(float)
+    w = 0.5 * (b + b.T)
+    np.fill_diagonal(w, 0.0)
+    lap = np.diag(w.sum(1)) - w
+    v0 = g.arpack_start(58)
+    fast = arpack.eigsh_smallest_dense(lap, 3, v0)
+    monkeypatch.setattr(arpack, "_fast_loop_available", lambda params: False)
+    assert np.array_equal(arpack.eigsh_smallest_dense(lap, 3, v0), fast)
 
 
 def test_arpack_restarts_from_a_seeded_generator():
@@ -165,6 +181,101 @@ def test_an_interrupt_is_left_to_the_parent():
     att = _attention(4, 3, 52, True)
     with single_torch_thread():
         job = gw.SplitGraphMetrics(att, True, g.ALL_THRESHOLDS, helpers=1)
-        assert [w for _, w in job.sent] == [worker]
+        assert [t.worker for _, t in job.sent] == [worker]
         _assert_same(job.result(), g.sentence_graph_metrics(att, True))
     assert worker.alive() and not gw._HELPERS.failed
+
+
+def _sentences(lengths: tuple[int, ...], seed: int = 11) -> list[torch.Tensor]:
+    """Seeded causal attention ``[layer, head, n, n]`` per sentence, with a sink column."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for n in lengths:
+        logits = 2.0 * torch.randn(4, 3, n, n, generator=gen)
+        logits[..., 0] += 3.0
+        future = ~torch.tril(torch.ones(n, n, dtype=torch.bool))
+        out.append(torch.softmax(logits.masked_fill(future, float("-inf")), -1))
+    return out
+
+
+def _two_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    return before
+
+
+def test_streamed_sentences_go_whole_to_the_helper_and_give_what_one_thread_gives(monkeypatch):
+    """With two threads, ``SpectralReducer.stream`` sends whole sentences (short and above 50 tokens) to a helper
+    while this process computes others; every index comes back once, with the one-thread values."""
+    atts = _sentences((12, 30, 57, 8, 25, 52, 40, 19, 33, 3))
+    reducer = g.SpectralReducer()
+    with single_torch_thread():
+        alone = [reducer(a, True) for a in atts]
+    sent: list[int] = []
+    real = gw._Worker.submit
+
+    def counting(self, fn, *args):
+        sent.append(args[1].shape[-1])
+        return real(self, fn, *args)
+
+    monkeypatch.setattr(gw._Worker, "submit", counting)
+    before = _two_threads()
+    try:
+        got = list(reducer.stream(enumerate(atts), True))
+    finally:
+        torch.set_num_threads(before)
+    assert sorted(i for i, _ in got) == list(range(len(atts)))
+    for i, res in got:
+        _assert_same(res, alone[i])
+    assert 0 < len(sent) < len(atts)  # some sentences in the helper, the others here
+    assert torch.get_num_threads() == before
+
+
+def test_a_stream_survives_its_helper_dying():
+    # four sentences queue in the helper; the fifth, computed here while it works, is tiny: the helper is still busy
+    atts = _sentences((45, 45, 45, 45, 3, 22), seed=3)
+    reducer = g.SpectralReducer(per_head=False)
+    with single_torch_thread():
+        alone = [reducer(a, True) for a in atts]
+    before = _two_threads()
+    try:
+        stream = reducer.stream(enumerate(atts), True)
+        first = next(stream)
+        for worker in gw._HELPERS.get(1):
+            worker.proc.kill()
+            worker.proc.wait()
+        with pytest.warns(RuntimeWarning, match="helper process failed"):
+            rest = list(stream)
+    finally:
+        torch.set_num_threads(before)
+    got = dict([first, *rest])
+    assert sorted(got) == list(range(len(atts)))
+    for i, res in got.items():
+        _assert_same(res, alone[i])
+    assert gw._HELPERS.failed
+
+
+def test_a_sentence_larger_than_a_queue_is_computed_here_and_split(monkeypatch):
+    """An item above ``QUEUE_BYTES`` is never queued; it is computed here with every thread, so the reducer splits
+    a sentence above 50 tokens over the helper by layers."""
+    monkeypatch.setattr(gw, "QUEUE_BYTES", 1000)
+    splits: list[int] = []
+    real = gw.SplitGraphMetrics.__init__
+
+    def counting(self, att, causal, thresholds, helpers=None):
+        splits.append(helpers)
+        real(self, att, causal, thresholds, helpers)
+
+    monkeypatch.setattr(gw.SplitGraphMetrics, "__init__", counting)
+    atts = _sentences((55, 20), seed=5)
+    reducer = g.SpectralReducer()
+    with single_torch_thread():
+        alone = [reducer(a, True) for a in atts]
+    before = _two_threads()
+    try:
+        got = dict(reducer.stream(enumerate(atts), True))
+    finally:
+        torch.set_num_threads(before)
+    assert splits[-2:] == [1, 0]  # the 55-token sentence split over one helper; the 20-token one not
+    for i, res in got.items():
+        _assert_same(res, alone[i])

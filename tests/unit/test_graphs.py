@@ -330,12 +330,22 @@ def _sinky_attention(seed: int, layers: int, heads: int, n: int, causal: bool, s
 
 
 @pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("n", [3, 4, 9, 33, 60])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 9, 33, 60])
 def test_reducer_equals_the_padded_computation_bit_for_bit(causal, n):
     for seed, symmetric in ((n, False), (n + 1, True)):
         att = _sinky_attention(seed, 5, 3, n, causal, symmetric)
         for reducer in (g.SpectralReducer(), g.SpectralReducer(per_head=False), g.SpectralReducer(head_threshold=0.01)):
             _assert_identical(reducer(att, causal), _reference_reducer(reducer, att, causal))
+
+
+def test_two_token_graphs_have_a_fiedler_value_and_no_third_eigenvalue():
+    """Two nodes joined by one edge: Laplacian eigenvalues 0 and 2; the spectral gap needs a third (NaN)."""
+    att = torch.tensor([[[[1.0, 0.0], [0.5, 0.5]]]])  # [layer, head, query, key]
+    out = g.SpectralReducer()(att, True)
+    t = g.ALL_THRESHOLDS.index(0.1)
+    assert float(out["corrected/lambda2"][t, 0]) == pytest.approx(2.0)
+    assert bool(out["corrected/spectral_gap"][t, 0].isnan())
+    assert float(out["fiedler/fiedler"][t, 0]) == pytest.approx(1.0)  # (B + B^T) / 2: the edge weighs 0.5
 
 
 def test_sentence_paths_equal_threshold_graph_metrics():

@@ -92,14 +92,19 @@ def eigsh_smallest_dense(dense: np.ndarray, k: int, v0: np.ndarray) -> np.ndarra
     return _lanczos(dense.shape[0], indptr, indices, data, k, v0, lambda: csr_matrix(dense))
 
 
+def _eigsh_itself(m: csr_matrix, k: int, v0: np.ndarray) -> np.ndarray:
+    """SciPy's own ``eigsh`` with the same settings as the tight loop, for a SciPy whose internals differ."""
+    return eigsh(CsrOperator(m), k=k, which="SM", v0=v0, return_eigenvectors=False,
+                 rng=np.random.default_rng(RESTART_SEED))
+
+
 def _lanczos(
     n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, k: int, v0: np.ndarray, matrix: Any
 ) -> np.ndarray:
     """ARPACK's loop on the ``n x n`` CSR arrays; ``matrix()`` builds the ``csr_matrix`` for ``eigsh`` itself,
     called only where SciPy's internals are not the ones the loop drives."""
     if _SymmetricArpackParams is None:  # pragma: no cover - a SciPy that moved it
-        return eigsh(CsrOperator(matrix()), k=k, which="SM", v0=v0, return_eigenvectors=False,
-                     rng=np.random.default_rng(RESTART_SEED))
+        return _eigsh_itself(matrix(), k, v0)
 
     def product(x: np.ndarray) -> np.ndarray:  # the operator ARPACK's parameter object is given
         y = np.zeros(n, dtype=np.float64)
@@ -108,8 +113,7 @@ def _lanczos(
 
     params = _params(n, product, k, v0)
     if not _fast_loop_available(params):  # pragma: no cover - a SciPy that changed it
-        return eigsh(CsrOperator(matrix()), k=k, which="SM", v0=v0, return_eigenvectors=False,
-                     rng=np.random.default_rng(RESTART_SEED))
+        return _eigsh_itself(matrix(), k, v0)
     solver, state = params._arpack_solver, params.arpack_dict
     resid, v, ipntr, workd, workl = params.resid, params.v, params.ipntr, params.workd, params.workl
     while True:

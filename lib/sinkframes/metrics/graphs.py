@@ -37,8 +37,9 @@ Degree statistics and eigenvalue differences are computed in float64 (a variance
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,7 +50,7 @@ from ..tensors import require_finite
 from ..threads import single_torch_thread
 from ..types import MODES, Mode, check_mode
 from .arpack import eigsh_smallest_dense
-from .graph_workers import SplitGraphMetrics, helper_count
+from .graph_workers import SplitGraphMetrics, helper_count, map_with_helpers, reducer_job
 
 #: the thresholds of the paper (Sec. 4) and of ``laplacian.ipynb``
 PAPER_THRESHOLDS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
@@ -181,6 +182,8 @@ def _laplacian_eigenvalues(lap: torch.Tensor, valid: torch.Tensor, k: int = 3) -
     big = 4.0 * lap.shape[-1] + 10.0
     diag.copy_(-lap.sum(-1) + (~valid).double() * big)
     ev = torch.linalg.eigvalsh(lap)[..., :k]  # ascending, float64
+    if ev.shape[-1] < k:  # fewer than k nodes in every graph: the missing eigenvalues are NaN below
+        ev = torch.cat([ev, ev.new_zeros((*ev.shape[:-1], k - ev.shape[-1]))], -1)
     ev = torch.where(ev.abs() < ZERO_EIGENVALUE_TOL, torch.zeros_like(ev), ev)
     n = valid.sum(-1, keepdim=True)
     idx = torch.arange(k, device=ev.device)
@@ -475,21 +478,27 @@ class SpectralReducer:
         mean = a.mean(1)  # [layer, query, key]
         if not bool(torch.isfinite(mean.sum())):  # NaN and inf reach the sum; a finite overflow passes below
             require_finite(attn)
-        heads: dict[str, torch.Tensor] = {}
         # split only where ARPACK runs (above 50 tokens): shorter sentences ran slower split (measured)
         helpers = helper_count() if n > LAPLACIAN_DENSE_MAX_TOKENS else 0
-        if helpers:
-            with single_torch_thread():  # the other threads' cores go to the helper processes
-                job = SplitGraphMetrics(mean, causal, self.thresholds, helpers)  # the helpers start on their shares
-                if self.per_head:
-                    heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold)
-                res = job.result()
-        else:
-            res = sentence_graph_metrics(mean, causal, self.thresholds)
-            if self.per_head:
-                heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold)
+        with single_torch_thread() if helpers else contextlib.nullcontext():  # the other cores: the helpers'
+            job = SplitGraphMetrics(mean, causal, self.thresholds, helpers)  # the helpers start on their shares
+            heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold) if self.per_head else {}
+            res = job.result()
         res["n_tokens"] = torch.tensor(n)
         if self.per_head:
             for m in self.head_metrics:
                 res[f"head/{m}"] = heads[f"corrected/{m}"].reshape(L, H).contiguous()
         return res
+
+    def stream(
+        self, samples: Iterable[tuple[int, torch.Tensor]], causal: bool
+    ) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
+        """``(index, self(attention, causal))`` for every ``(index, attention)``, in the order they finish: with
+        helper processes (several threads), whole sentences go to a helper while this process goes on with the
+        next (``graph_workers.map_with_helpers``), which used the second core better than splitting each
+        sentence (measured)."""
+        return map_with_helpers(
+            samples,
+            lambda att: self(att, causal),
+            lambda att: (reducer_job, (self, att.float().contiguous().numpy(), causal)),
+        )
