@@ -116,3 +116,14 @@ def test_the_preparation_converts_each_model_once_largest_first_then_fills(monke
     smoke, _, _ = batch.preparation_tasks(pages, "smoke")  # no shared attention: conversions alone
     assert [(m, convert, fill) for m, convert, fill in smoke] == [("big", True, None), ("lonely", True, None),
                                                                  ("small", True, None)]
+
+
+def test_long_running_pages_start_first_and_the_rest_keep_the_manifest_order():
+    from sinkframes.book.manifest import load_manifest
+
+    numbered = list(enumerate([_page("a"), _page("b"), _page("c"), _page("d")], 1))
+    numbered[2][1].long_running = True
+    assert [page.id for _, page in batch.start_order(numbered)] == ["c", "a", "b", "d"]
+    assert [k for k, _ in batch.start_order(numbered)] == [3, 1, 2, 4]  # the pages keep their numbers
+    longest = [p.id for p in load_manifest().pages if p.long_running]
+    assert longest == ["information_geometry", "emergence"]

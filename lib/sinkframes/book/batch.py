@@ -313,8 +313,16 @@ def _run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root
     print(f"[sinkframes] {len(numbered)} pages in {workers} worker processes", flush=True)
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
                              initargs=(counter, workers, n_gpus)) as pool:
-        futures = [pool.submit(_run_one, k, n, page, profile, root, out, reuse) for k, page in numbered]
+        futures = [pool.submit(_run_one, k, n, page, profile, root, out, reuse) for k, page in start_order(numbered)]
         return [f for fut in futures if (f := fut.result())]
+
+
+def start_order(numbered: list[tuple[int, Page]]) -> list[tuple[int, Page]]:
+    """The order pages are handed to the workers: the ``long_running`` ones first, each group in manifest order.
+
+    Started in manifest order, the longest page (chapter 5) began in the middle of the build and ran alone at
+    its end while the other worker idled; started first, it runs beside the others."""
+    return sorted(numbered, key=lambda item: not item[1].long_running)
 
 
 def models_to_convert(pages: list[Page], profile: str) -> list[str]:

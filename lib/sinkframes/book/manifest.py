@@ -26,6 +26,7 @@ class Page:
     parameters: dict[str, dict[str, Any]]
     timeout: int = 3600
     run_last: bool = False  # executed after every other page (the scorecard reads their verdicts)
+    long_running: bool = False  # started first when pages run in parallel (the longest pages start at once)
 
     def params_for(self, profile: str) -> dict[str, Any]:
         if profile not in self.parameters:
