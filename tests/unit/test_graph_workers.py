@@ -87,9 +87,8 @@ def test_a_helper_that_dies_is_replaced_by_this_process():
         _assert_same(again.result(), whole)
 
 
-def test_the_reducer_splits_only_long_sentences_and_gives_what_one_thread_gives(monkeypatch):
-    """With two threads the reducer hands half the layers of a sentence above 50 tokens to a helper; the
-    values equal the one-thread computation. Shorter sentences stay in this process."""
+def _count_splits(monkeypatch) -> list[int]:
+    """The ``helpers`` argument of every ``SplitGraphMetrics`` created from now on, in order."""
     calls: list[int] = []
     real = gw.SplitGraphMetrics.__init__
 
@@ -98,6 +97,13 @@ def test_the_reducer_splits_only_long_sentences_and_gives_what_one_thread_gives(
         real(self, att, causal, thresholds, helpers)
 
     monkeypatch.setattr(gw.SplitGraphMetrics, "__init__", counting)
+    return calls
+
+
+def test_the_reducer_splits_only_long_sentences_and_gives_what_one_thread_gives(monkeypatch):
+    """With two threads the reducer hands half the layers of a sentence above 50 tokens to a helper; the
+    values equal the one-thread computation. Shorter sentences stay in this process."""
+    calls = _count_splits(monkeypatch)
     gen = torch.Generator().manual_seed(2)
     reducer = g.SpectralReducer()
     for n in (20, 57):
@@ -259,14 +265,7 @@ def test_a_sentence_larger_than_a_queue_is_computed_here_and_split(monkeypatch):
     """An item above ``QUEUE_BYTES`` is never queued; it is computed here with every thread, so the reducer splits
     a sentence above 50 tokens over the helper by layers."""
     monkeypatch.setattr(gw, "QUEUE_BYTES", 1000)
-    splits: list[int] = []
-    real = gw.SplitGraphMetrics.__init__
-
-    def counting(self, att, causal, thresholds, helpers=None):
-        splits.append(helpers)
-        real(self, att, causal, thresholds, helpers)
-
-    monkeypatch.setattr(gw.SplitGraphMetrics, "__init__", counting)
+    splits = _count_splits(monkeypatch)
     atts = _sentences((55, 20), seed=5)
     reducer = g.SpectralReducer()
     with single_torch_thread():
