@@ -378,8 +378,9 @@ def map_with_helpers(
 
     def finished(wait: bool) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
         nonlocal pending
-        done = [(i, t) for i, t in pending if wait or t.ready()]
-        pending = [(i, t) for i, t in pending if not (wait or t.ready())]
+        ready = [wait or t.ready() for _, t in pending]  # read once: an answer may arrive meanwhile
+        done = [item for item, r in zip(pending, ready, strict=True) if r]
+        pending = [item for item, r in zip(pending, ready, strict=True) if not r]
         for i, t in done:
             yield i, t.result()
 
