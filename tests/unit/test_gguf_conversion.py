@@ -39,6 +39,26 @@ def test_readers_of_one_file_are_shared_inside_the_block_only(tmp_path):
     assert gguf.GGUFReader(a) is not gguf.GGUFReader(a)
 
 
+def test_the_shared_reader_reads_plain_arrays_with_the_same_fields_and_tensors(tmp_path):
+    """Inside the block the reader parses over a plain ndarray view of its memory map (each slice of an
+    ``np.memmap`` is a Python-level call, most of Gemma 3's parse): every field and tensor as the stock reader."""
+    path = _tiny_gguf(tmp_path / "a.gguf")
+    stock = gguf.GGUFReader(path)
+    with conversion.one_parse_per_file():
+        plain = gguf.GGUFReader(path)
+    assert type(stock.data) is np.memmap and type(plain.data) is np.ndarray
+    assert list(plain.fields) == list(stock.fields)
+    for name, field in stock.fields.items():
+        other = plain.fields[name]
+        assert other.types == field.types and other.data == field.data, name
+        for a, b in zip(field.parts, other.parts, strict=True):
+            np.testing.assert_array_equal(a, b)
+            assert type(b) is np.ndarray
+    for a, b in zip(stock.tensors, plain.tensors, strict=True):
+        assert (a.name, a.tensor_type, list(a.shape)) == (b.name, b.tensor_type, list(b.shape))
+        np.testing.assert_array_equal(np.asarray(a.data), np.asarray(b.data))
+
+
 def test_the_reader_is_restored_when_the_conversion_fails(tmp_path):
     original = gguf.GGUFReader
     with pytest.raises(RuntimeError, match="boom"), conversion.one_parse_per_file():

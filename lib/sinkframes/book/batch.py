@@ -174,6 +174,9 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
                     progress_bar=False,
                     execution_timeout=page.timeout,
                     kernel_name="python3",
+                    # every output has arrived when the last cell replies; a graceful shutdown then waited
+                    # about 2.5 s per page for the kernel to tear down torch and exit
+                    shutdown_kernel="immediate",
                 )
                 break
             except Exception as exc:
