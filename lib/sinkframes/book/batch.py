@@ -27,6 +27,7 @@ from ..config import CACHE_ENV
 from ..extraction.shared import ENV as SHARED_ENV
 from ..verdicts.store import ENV as VERDICTS_ENV
 from .manifest import Manifest, Page, load_manifest, repo_root
+from . import forked_kernel
 from .alt_text import set_alt_texts
 from .install import pinned_ref, repository, set_install_cell
 from .params import merge_parameters, parameter_problems
@@ -163,6 +164,7 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
         shutil.rmtree(saved, ignore_errors=True)
     previous = os.environ.get(VERDICTS_ENV)
     os.environ[VERDICTS_ENV] = str(saved)
+    forked = {"kernel_manager_class": forked_kernel.kernel_manager_class()} if forked_kernel.use_zygote() else {}
     try:
         for attempt in range(KERNEL_START_ATTEMPTS):
             try:
@@ -177,12 +179,15 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
                     # every output has arrived when the last cell replies; a graceful shutdown then waited
                     # about 2.5 s per page for the kernel to tear down torch and exit
                     shutdown_kernel="immediate",
+                    **forked,  # forked from this worker's zygote: the libraries already imported
                 )
                 break
             except Exception as exc:
                 if attempt + 1 == KERNEL_START_ATTEMPTS or not kernel_start_failure(exc):
                     raise
-                print(f"[sinkframes] {page.id}: the kernel did not start ({exc}); starting it again", file=sys.stderr)
+                print(f"[sinkframes] {page.id}: the kernel did not start ({exc}); starting it again"
+                      + (", an ordinary one" if forked else ""), file=sys.stderr)
+                forked = {}
         errors = has_error_output(tmp)
         if errors:
             raise RuntimeError(f"page {page.id} holds error outputs: {errors}")
@@ -287,7 +292,7 @@ def _run_one(k: int, n: int, page: Page, profile: str, root: Path, out: Path | N
         return page.id, failure_text(exc)
 
 
-def _worker_init(counter: Any, jobs: int, n_gpus: int) -> None:
+def _worker_init(counter: Any, jobs: int, n_gpus: int, runs_pages: bool = False) -> None:
     """Set up one worker process: its share of the cores (``SINKFRAMES_THREADS``, which the page kernels
     inherit, unless already set) and, on a machine with several GPUs, a GPU of its own."""
     from ..threads import ENV as THREADS_ENV
@@ -299,11 +304,14 @@ def _worker_init(counter: Any, jobs: int, n_gpus: int) -> None:
     os.environ.setdefault(THREADS_ENV, str(requested(jobs)))
     if n_gpus > 1:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(index % n_gpus)
+    if runs_pages:  # its kernel zygote, with this worker's environment (its imports start now)
+        forked_kernel.start_zygote()
 
 
 def _run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root: Path, out: Path | None,
-                    jobs: int, reuse: bool) -> list[tuple[str, str]]:
-    """Run independent pages in ``jobs`` worker processes (each page still atomic); their failures."""
+                    jobs: int, reuse: bool, zygotes: bool = False) -> list[tuple[str, str]]:
+    """Run independent pages in ``jobs`` worker processes (each page still atomic); their failures. With
+    ``zygotes`` (some page will execute) each worker starts a kernel zygote (``forked_kernel``) at once."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
@@ -315,7 +323,7 @@ def _run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root
     workers = min(jobs, len(numbered))
     print(f"[sinkframes] {len(numbered)} pages in {workers} worker processes", flush=True)
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                             initargs=(counter, workers, n_gpus)) as pool:
+                             initargs=(counter, workers, n_gpus, zygotes)) as pool:
         futures = [pool.submit(_run_one, k, n, page, profile, root, out, reuse) for k, page in start_order(numbered)]
         return [f for fut in futures if (f := fut.result())]
 
@@ -553,13 +561,15 @@ def build(
         if sharing:
             os.environ[SHARED_ENV] = "1"  # the page workers and their kernels inherit it
         try:
-            failures += _run_in_workers(first, n, profile, root, out, jobs, reuse)
+            failures += _run_in_workers(first, n, profile, root, out, jobs, reuse, zygotes=bool(pending))
         finally:
             if sharing and previous is None:
                 del os.environ[SHARED_ENV]
             elif sharing and previous is not None:
                 os.environ[SHARED_ENV] = previous
     else:
+        if len([page for k, page in numbered if page.run_last or not (reuse and _restorable(page, profile, root))]) > 1:
+            forked_kernel.start_zygote()  # several pages to execute here: their kernels fork from one zygote
         failures += [f for k, page in first if (f := _run_one(k, n, page, profile, root, out, reuse))]
     failures += [f for k, page in last if (f := _run_one(k, n, page, profile, root, out))]
     status = 0
