@@ -253,7 +253,6 @@ def _run_child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) 
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        sys.path[0] = request["cwd"]
         sys.argv = [_launcher_path(), *request["args"]]  # as `python -m ipykernel_launcher` has it
         from ipykernel.kernelapp import IPKernelApp
 
@@ -283,6 +282,8 @@ def serve(path: str, modules: tuple[str, ...] = PRELOAD) -> None:
 
     It stops when its stdin closes (the build worker that started it is gone). One Python thread throughout,
     so that forking is safe; children are reaped as they exit and their launchers told."""
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]  # as ipykernel_launcher does before its imports (the kernel then keeps it out)
     own = dict(os.environ)  # what a kernel's environment is compared with: the zygote's before its imports
     options = _interpreter_options(sys.orig_argv)
     failed = preload(modules)
@@ -392,7 +393,10 @@ class Zygote:
         self.path = os.path.join(tempfile.mkdtemp(prefix="sinkframes-zygote-"), "socket")
         cmd = [sys.executable, *kernel_interpreter_options(), "-m", __name__, "--serve", self.path,
                "--modules", ",".join(modules)]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+        # os.environ, as jupyter_client gives kernels (the C-level environment may hold more: COLUMNS and LINES
+        # under pytest)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
+                                     env=dict(os.environ))
 
     def wait(self, timeout_s: float = START_TIMEOUT_S) -> str | None:
         """Wait until the zygote serves; its socket, or ``None`` (the reason printed once) if it does not."""
