@@ -26,10 +26,10 @@ from ..cache import atomic_write_bytes
 from ..config import CACHE_ENV
 from ..extraction.shared import ENV as SHARED_ENV
 from ..verdicts.store import ENV as VERDICTS_ENV
-from .manifest import Manifest, Page, load_manifest, repo_root
 from . import forked_kernel
 from .alt_text import set_alt_texts
 from .install import pinned_ref, repository, set_install_cell
+from .manifest import Manifest, Page, load_manifest, repo_root
 from .params import merge_parameters, parameter_problems
 
 
@@ -552,10 +552,11 @@ def build(
     first = [(k, page) for k, page in numbered if not page.run_last]
     last = [(k, page) for k, page in numbered if page.run_last]  # they read what the others saved: after them
     n = len(chosen)
+    # the pages that will execute (the others are copied from the page cache)
+    pending = [] if executor == "ray" else [page for k, page in first if not (reuse and _restorable(page, profile, root))]
     if executor == "ray":
         failures += _run_on_ray(first, n, profile, root, out, ray_address, reuse)
     elif jobs > 1 and len(first) > 1:
-        pending = [page for k, page in first if not (reuse and _restorable(page, profile, root))]
         sharing = prepare_models_and_attention(pending, profile, jobs)
         previous = os.environ.get(SHARED_ENV)
         if sharing:
@@ -568,7 +569,7 @@ def build(
             elif sharing and previous is not None:
                 os.environ[SHARED_ENV] = previous
     else:
-        if len([page for k, page in numbered if page.run_last or not (reuse and _restorable(page, profile, root))]) > 1:
+        if len(pending) + len(last) > 1:
             forked_kernel.start_zygote()  # several pages to execute here: their kernels fork from one zygote
         failures += [f for k, page in first if (f := _run_one(k, n, page, profile, root, out, reuse))]
     failures += [f for k, page in last if (f := _run_one(k, n, page, profile, root, out))]

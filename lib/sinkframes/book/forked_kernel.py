@@ -400,16 +400,15 @@ class Zygote:
 
     def wait(self, timeout_s: float = START_TIMEOUT_S) -> str | None:
         """Wait until the zygote serves; its socket, or ``None`` (the reason printed once) if it does not."""
-        if self.waited or self.proc is None:
-            return self.path if self.waited else None
-        self.waited = True
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
-        line = self.proc.stdout.readline().decode().strip() if ready else "no answer in time"
-        if not line.startswith("ready"):
-            print(f"[sinkframes] page kernels start on their own (the kernel zygote: {line or 'exited'})",
-                  file=sys.stderr, flush=True)
-            self.stop()
-        return self.path
+        if not self.waited and self.proc is not None:
+            self.waited = True
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+            line = self.proc.stdout.readline().decode().strip() if ready else "no answer in time"
+            if not line.startswith("ready"):
+                print(f"[sinkframes] page kernels start on their own (the kernel zygote: {line or 'exited'})",
+                      file=sys.stderr, flush=True)
+                self.stop()
+        return self.path  # None when never launched, or stopped
 
     def stop(self) -> None:
         """End the zygote (closing its stdin) and remove its socket folder."""
@@ -451,7 +450,7 @@ def start_zygote() -> None:
 def use_zygote() -> bool:
     """Whether this process's zygote (if :func:`start_zygote` started one) serves, waiting for its imports;
     if so the kernels' launchers are pointed at it. Without a zygote, ordinary kernels."""
-    path = _ZYGOTE.wait() if _ZYGOTE.proc is not None or _ZYGOTE.waited else None
+    path = _ZYGOTE.wait()
     if path is None:
         os.environ.pop(ENV, None)
         return False
