@@ -76,3 +76,26 @@ def test_bos_comparison_defaults_to_the_decoders_without_a_start_token():
     results = [result("enc", False, True), result("no-bos", True, False), result("bos", True, True)]
     assert bos_comparison_models(results) == ["no-bos"]
     assert bos_comparison_models(results, ["bos"]) == ["bos"] and bos_comparison_models(results, []) == []
+
+
+def test_the_design_table_places_each_model_by_mask_and_position_encoding():
+    from sinkframes.analyses.frames import design_table, position_class
+
+    assert position_class("RoPE, theta=1000") == "rotary"
+    assert position_class("learned absolute plus a relative position bias (32 buckets)") == "absolute + relative bias"
+    assert position_class("learned absolute (absolute)") == "absolute"
+
+    def result(ref: str, causal: bool, pe: str, frame: str) -> ModelResult:
+        return ModelResult("frames", {"ref": ref, "causal": causal, "position_encoding": pe, "n_layers": 1}, 1,
+                           data={"frame": frame})
+
+    table = design_table([result("dec", True, "RoPE, theta=1e+06", "distributed"),
+                          result("dec2", True, "RoPE, theta=1e+04", "centralized"),
+                          result("enc", False, "learned absolute (absolute)", "bidirectional"),
+                          result("renc", False, "RoPE, theta=1000", "centralized")])
+    assert list(table.columns) == ["", "absolute", "absolute + relative bias", "rotary"]
+    rows = table.set_index("").to_dict("index")
+    assert rows["decoder (causal)"] == {"absolute": "-", "absolute + relative bias": "-",
+                                        "rotary": "dec: distributed; dec2: centralized"}
+    assert rows["encoder (bidirectional)"] == {"absolute": "enc: bidirectional", "absolute + relative bias": "-",
+                                               "rotary": "renc: centralized"}

@@ -77,7 +77,7 @@ def test_two_callers_at_once_convert_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(conversion, "package_dir", lambda om: tmp_path / "package")
     monkeypatch.setattr(conversion, "converted_copy_problem", lambda om, t: None if t.exists() else "no copy yet")
-    monkeypatch.setattr(conversion, "convert_gguf", convert)
+    monkeypatch.setattr(conversion, "convert_offline", convert)
     om = OFFLINE_MODELS["smollm2"]
     folders: list[Path] = []
     workers = [threading.Thread(target=lambda: folders.append(conversion.offline_folder(om)[0])) for _ in range(2)]

