@@ -25,6 +25,7 @@ import torch
 from .. import stats
 from ..extraction import summarize
 from ..metrics import information as inf
+from ..models import ARCHITECTURES
 from ..probes import fisher as fisher_mod
 from ..probes import sink_removal
 from ..types import MODES, Mode, RunOptions, check_mode
@@ -166,7 +167,12 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     r = from_summaries(ex.record, ex.summaries or [], seed=seed)
     r.from_cache = ex.from_cache
     r.params.update({"n_output": n_output, "n_fisher": n_fisher, **asdict(o)})
-    if n_output:
+    if n_output and ex.record["architecture"] not in ARCHITECTURES:
+        # the check edits attention inside the model, through the one attention hook, which this architecture's
+        # attention code (computed inline, not through an eager attention function) does not offer
+        r.data["output_unavailable"] = (f"{ref}: no output-level check (the attention hook does not support "
+                                        f"{ex.record['architecture']}'s attention)")
+    elif n_output:
         r.data["output"] = sink_removal.cached_output_check(ref, texts[:n_output], seed=seed, opts=o)
     if n_fisher:
         r.data["fisher"] = {m: fisher_mod.cached_fisher(ref, texts[:n_fisher], m, seed=seed, opts=o) for m in MODES}
@@ -274,6 +280,11 @@ def fisher_profiles(results: list[ModelResult]) -> pd.DataFrame:
             d["depth"] = d["layer"] / max(1, r.record["n_layers"] - 1)
             frames.append(d)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def output_unavailable(results: list[ModelResult]) -> list[str]:
+    """Why the output-level check did not run on some models (a sentence each; empty when it ran on all)."""
+    return [str(r.data["output_unavailable"]) for r in results if r.data.get("output_unavailable")]
 
 
 def output_table(results: list[ModelResult]) -> pd.DataFrame:
