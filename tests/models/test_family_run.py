@@ -20,3 +20,14 @@ def test_family_pages_run_every_analysis_on_tiny_models():
     assert set(verdict_rows["claim"]) == {c.id for c in family.appendix_claims("llama")}
     assert "E.kl_negative" in set(verdict_rows[verdict_rows["model"] == "tiny:llama"]["claim"])
     assert len(family.pipeline_table(fr)) == 4
+
+
+def test_the_output_check_is_skipped_with_a_reason_where_the_hook_cannot_edit_attention(texts):
+    """tiny:mpnet: KL and sink mass run from the attention weights; the output-level check says why it did not run."""
+    from sinkframes.analyses import information
+
+    r = information.analyse_model("tiny:mpnet", texts[:3], n_output=2, n_fisher=0, progress=False)
+    assert r.data["output"] is None and r.samples
+    assert information.output_unavailable([r]) == [
+        "tiny:mpnet: no output-level check (the attention hook does not support mpnet's attention)"]
+    assert information.output_table([r]).empty

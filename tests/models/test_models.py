@@ -24,6 +24,8 @@ EXPECTED = {
     "gpt_neox": ("pythia", True, False, 4),
     "bert": ("bert", False, True, 4),
     "xlm-roberta": ("xlm-roberta", False, True, 4),
+    "mpnet": ("mpnet", False, True, 4),
+    "nomic_bert": ("nomic-bert", False, True, 4),
 }
 
 
@@ -39,7 +41,7 @@ def test_tiny_records(arch):
     assert (r.family, r.causal, r.adds_bos, r.n_kv_heads) == (family, causal, adds_bos, kv)
     assert r.n_layers == tiny.LAYERS and r.n_heads == tiny.HEADS
     assert r.attn_implementation == "eager"
-    if arch in ("bert", "xlm-roberta"):
+    if arch in ("bert", "xlm-roberta", "mpnet"):
         assert r.position_encoding.startswith("learned absolute")
     else:
         assert r.position_encoding.startswith("RoPE")

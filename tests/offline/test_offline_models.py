@@ -102,3 +102,57 @@ def test_a_damaged_converted_copy_is_converted_again(tmp_path, monkeypatch):
     assert converted_copy_problem(om, folder) == "its files changed or are damaged since the conversion"
     again, _ = offline_folder(om)
     assert again == folder and converted_copy_problem(om, folder) is None
+
+
+#: the five models added from split packages: (key, model_type, layers, heads, kv heads, causal, family, frame,
+#: the token at position 0 of a sentence)
+NEW_MODELS = [
+    ("qwen05", "qwen2", 24, 14, 2, True, "qwen", "distributed", "Attention"),
+    ("mpnet", "mpnet", 12, 12, 12, False, "bert", "bidirectional", "<s>"),
+    ("nomic", "nomic_bert", 12, 12, 12, False, "nomic-bert", "not assigned", "[CLS]"),
+    ("e5small", "bert", 12, 12, 12, False, "xlm-roberta", "bidirectional", "<s>"),
+]
+
+
+@pytest.mark.parametrize("key,mt,layers,heads,kv,causal,family,frame,first", NEW_MODELS)
+def test_each_new_offline_model_loads_with_its_record_and_real_attention(key, mt, layers, heads, kv, causal, family,
+                                                                        frame, first):
+    """Each split-package model loads offline, says what it is, and gives row-stochastic attention with a sink:
+    the first token takes more than a uniform share in some layer (random weights would not)."""
+    from sinkframes import models
+    from sinkframes.models import OFFLINE_MODELS
+
+    lm = models.load(key, device="cpu")
+    r = lm.record
+    assert (r.architecture, r.n_layers, r.n_heads, r.n_kv_heads, r.causal) == (mt, layers, heads, kv, causal)
+    assert (r.family, r.paper_frame, r.position0_token) == (family, frame, first)
+    assert r.extra["stands_for"] == OFFLINE_MODELS[key].stands_for
+    ids = lm.tokenizer("The river flows north through the old city to the sea.", return_tensors="pt")
+    with torch.no_grad():
+        out = lm.model(**ids, output_attentions=True)
+    att = torch.stack([a[0] for a in out.attentions])  # [layer, head, query, key]
+    n = att.shape[-1]
+    assert att.shape == (layers, heads, n, n)
+    torch.testing.assert_close(att.sum(-1), torch.ones(layers, heads, n))
+    first_share = att[..., 1:, 0].mean(dim=(1, 2))  # [layer]
+    assert float(first_share.max()) > 3.0 / n
+
+
+def test_the_rope_encoder_and_the_xlmr_stand_in_tokenize_as_their_upstream():
+    from sinkframes import models
+
+    assert models.load("e5small", device="cpu").tokenizer("hello world")["input_ids"] == [0, 33600, 31, 8999, 2]
+    assert models.load("nomic", device="cpu").tokenizer("hello world")["input_ids"] == [101, 7592, 2088, 102]
+
+
+@pytest.mark.parametrize("ref", ["qwen05", "nomic", "e5small"])
+def test_the_attention_hook_reproduces_each_new_models_attention(ref):
+    test_the_attention_hook_reproduces_each_real_models_attention(ref)
+
+
+def test_every_installed_offline_model_matches_its_pinned_hash():
+    cmd = [sys.executable, "-m", "sinkframes", "models", "--verify"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for key in ("qwen05", "mpnet", "nomic", "e5small"):
+        assert f"{key:<10} ok: sha256" in run.stdout

@@ -464,7 +464,8 @@ def prepare_models_and_attention(pages: list[Page], profile: str, jobs: int) -> 
     if not tasks:
         return False
     if to_convert:
-        print(f"[sinkframes] converting {', '.join(to_convert)} from GGUF before the pages start", flush=True)
+        print(f"[sinkframes] converting {', '.join(to_convert)} to fp32 copies from their packages before the pages "
+              "start", flush=True)
     if plan:
         print(f"[sinkframes] computing the attention the pages share: "
               f"{', '.join(f'{m} ({n} sentences)' for m, n, _ in plan)}", flush=True)

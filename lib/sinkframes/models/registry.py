@@ -264,7 +264,10 @@ ARCHITECTURES: dict[str, ArchSpec] = {
     "gpt_neox": ArchSpec(".attention", "dense"),
     "bert": ArchSpec(".attention.self", "output.dense", output_from_parent=True, rotary=False),
     "xlm-roberta": ArchSpec(".attention.self", "output.dense", output_from_parent=True, rotary=False),
+    "nomic_bert": ArchSpec(".self_attn", "o_proj"),
 }
+# not here: mpnet, whose attention (with its relative position bias) is computed inline in the layer's forward,
+# not through an eager attention function the hook can wrap; chapters that read attention weights still run it
 
 
 def family_of(model_type: str) -> tuple[str, str]:

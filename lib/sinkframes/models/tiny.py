@@ -59,6 +59,8 @@ TINY_SPECS: dict[str, TinySpec] = {
     "gpt_neox": TinySpec("GPTNeoXConfig", True, (), (), (("rotary_pct", 0.25),)),
     "bert": TinySpec("BertConfig", False, ("[CLS]",), ("[SEP]",)),
     "xlm-roberta": TinySpec("XLMRobertaConfig", False, ("<s>",), ("</s>",)),
+    "mpnet": TinySpec("MPNetConfig", False, ("<s>",), ("</s>",)),
+    "nomic_bert": TinySpec("NomicBertConfig", False, ("[CLS]",), ("[SEP]",), (("rope_theta", 1000.0),)),
 }
 
 SPECIAL_TOKENS = ["<pad>", "<unk>", "<bos>", "<eos>", "[CLS]", "[SEP]", "<s>", "</s>", "[MASK]"]
@@ -102,9 +104,9 @@ def tiny_tokenizer(arch: str):
         special = [(t, tok.token_to_id(t)) for t in dict.fromkeys([*spec.prefix, *spec.suffix])]
         tok.post_processor = processors.TemplateProcessing(single=single, pair=pair, special_tokens=special)
     kwargs: dict[str, Any] = {"pad_token": "<pad>", "unk_token": "<unk>", "eos_token": "<eos>"}
-    if arch == "bert":
+    if arch in ("bert", "nomic_bert"):
         kwargs.update(cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    elif arch == "xlm-roberta":
+    elif arch in ("xlm-roberta", "mpnet"):
         kwargs.update(bos_token="<s>", eos_token="</s>", cls_token="<s>", sep_token="</s>", mask_token="[MASK]")
     else:
         kwargs.update(bos_token="<bos>")
