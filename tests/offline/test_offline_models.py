@@ -1,4 +1,4 @@
-"""The real offline models (minilm, smollm2, gemma3): records, the command line, and the attention hook.
+"""The real offline models (minilm, smollm2, gemma3, qwen05, mpnet, nomic, e5small): records, the command line, the hook.
 
 Slow: each loads a real pretrained model (GGUF ones are converted to fp32 once and reused).
 """

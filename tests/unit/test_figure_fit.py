@@ -111,6 +111,8 @@ def test_each_model_keeps_one_colour_across_the_book():
     from sinkframes.figures.style import model_colour
 
     assert model_colour("smollm2") != model_colour("gemma3") != model_colour("minilm")
+    offline = ["minilm", "smollm2", "gemma3", "qwen05", "mpnet", "nomic", "e5small", "qwen15"]
+    assert len({model_colour(m) for m in offline}) == len(offline)  # no two offline models share a colour
     assert model_colour("random:smollm2") == model_colour("smollm2")  # a twin: the same colour, dashed
     assert model_colour("smollm2 (force BOS)") == model_colour("smollm2")
     assert model_colour("meta-llama/Llama-3.2-1B") == model_colour("meta-llama/Llama-3.2-1B")  # stable

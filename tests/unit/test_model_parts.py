@@ -185,3 +185,18 @@ def test_every_split_model_in_the_registry_pins_its_parts_and_hash():
         assert all("==" in p for p in om.parts), om.key
         assert "--no-deps" in om.pip and all(p in om.pip for p in om.parts), om.key
         assert om.part_file and om.family, om.key
+
+
+def test_the_cache_key_fingerprints_exactly_the_part_files(site):
+    """Every part's data file (and nothing else of the packages) enters the fingerprint; touching one changes it."""
+    import os
+
+    blob = BLOB * 600  # parts above the 1 MB a weight file has at least
+    om = _split_model(site, blob, 2)
+    _install(site, "unrelated-big", "1.0", {"unrelated_big/blob.bin": blob})
+    rows = conversion.weights_fingerprint(om)
+    assert [r[0] for r in rows] == ["fake_model_part1/data/part01.bin", "fake_model_part2/data/part02.bin"]
+    path = site / "fake_model_part2" / "data" / "part02.bin"
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert conversion.weights_fingerprint(om) != rows

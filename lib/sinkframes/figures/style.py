@@ -36,7 +36,8 @@ def _style() -> None:
 
 
 #: the models the book names, in a fixed order: each keeps its colour on every page
-_KNOWN_ORDER = ("smollm2", "gemma3", "minilm", "llama-6x64 (trained here)")
+_KNOWN_ORDER = ("smollm2", "gemma3", "minilm", "llama-6x64 (trained here)", "qwen05", "mpnet", "nomic", "e5small",
+                "qwen15")
 
 
 def model_colour(ref: str) -> tuple[float, float, float]:

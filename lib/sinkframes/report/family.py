@@ -119,8 +119,21 @@ def header(fr: FamilyResults) -> str:
                 f"{fam.appendix} are *not evaluated* here: `python -m sinkframes build --profile paper --pages "
                 f"{page_id(fam.key)}` evaluates them on the paper's models (network and, for "
                 "the large ones, a GPU), or open this page on Colab and set `models`.")
-    return (f"Models: {names}, standing in for the paper's {fam.name} models of appendix {fam.appendix}. They are "
-            "tested against the claims of the family the paper assigns to their architecture.")
+    roles = _stand_ins(fr)
+    return (f"Models: {names}, standing in for the paper's {fam.name} models of appendix {fam.appendix}"
+            + (f" ({roles})" if roles else "") + ". Each is tested against the claims of the family it stands in "
+            "for (a model of no paper family, against the claims about all encoders or all decoders).")
+
+
+def _stand_ins(fr: FamilyResults) -> str:
+    """``key: what it stands in for`` for the offline models of the page (their records say), ``;``-joined."""
+    seen: dict[str, str] = {}
+    for results in fr.results.values():
+        for r in results:
+            role = (r.record.get("extra") or {}).get("stands_for")
+            if role:
+                seen.setdefault(r.ref, f"`{r.ref}`: {role}")
+    return "; ".join(seen.values())
 
 
 def pipeline_table(fr: FamilyResults) -> pd.DataFrame:
