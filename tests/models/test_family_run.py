@@ -29,5 +29,19 @@ def test_the_output_check_is_skipped_with_a_reason_where_the_hook_cannot_edit_at
     r = information.analyse_model("tiny:mpnet", texts[:3], n_output=2, n_fisher=0, progress=False)
     assert r.data["output"] is None and r.samples
     assert information.output_unavailable([r]) == [
-        "tiny:mpnet: no output-level check (the attention hook does not support mpnet's attention)"]
+        "`tiny:mpnet`: no output-level check (the attention hook does not support mpnet's attention)"]
     assert information.output_table([r]).empty
+
+
+def test_a_family_page_leaves_the_hook_analyses_out_for_mpnet_and_says_so(texts):
+    from sinkframes.report import family
+    from sinkframes.types import RunOptions
+
+    fr = family.run("encoders", ["tiny:bert", "tiny:mpnet"], texts[:3], RunOptions(progress=False), n_output=2,
+                    n_fisher=0)
+    assert [r.ref for r in fr.results["topology"]] == ["tiny:bert", "tiny:mpnet"]
+    assert [r.ref for r in fr.results["values"]] == ["tiny:bert"] and not fr.results["values"].failures
+    assert fr.not_run == [
+        "`tiny:mpnet`: no value-space analysis (the attention hook does not support mpnet's attention)",
+        "`tiny:mpnet`: no output-level check (the attention hook does not support mpnet's attention)"]
+    assert "Not run:\n- `tiny:mpnet`: no value-space" in family.header(fr)

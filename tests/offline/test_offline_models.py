@@ -1,4 +1,4 @@
-"""The real offline models (minilm, smollm2, gemma3, qwen05, mpnet, nomic, e5small): records, the command line, the hook.
+"""The real offline models (minilm, smollm2, gemma3, qwen05, mpnet, nomic, e5small): records, CLI, the hook.
 
 Slow: each loads a real pretrained model (GGUF ones are converted to fp32 once and reused).
 """

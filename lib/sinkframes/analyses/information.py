@@ -170,7 +170,7 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     if n_output and ex.record["architecture"] not in ARCHITECTURES:
         # the check edits attention inside the model, through the one attention hook, which this architecture's
         # attention code (computed inline, not through an eager attention function) does not offer
-        r.data["output_unavailable"] = (f"{ref}: no output-level check (the attention hook does not support "
+        r.data["output_unavailable"] = (f"`{ref}`: no output-level check (the attention hook does not support "
                                         f"{ex.record['architecture']}'s attention)")
     elif n_output:
         r.data["output"] = sink_removal.cached_output_check(ref, texts[:n_output], seed=seed, opts=o)

@@ -121,7 +121,8 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         params="494 M (630 M as loaded: the GGUF's lm_head is stored apart, untied)",
         tuning="instruct (code)",
         licence="Apache-2.0",
-        stands_for="Qwen2.5-3B / 7B (the paper's distributed frame)",
+        stands_for="Qwen2.5-3B / 7B (the paper's distributed frame); a 0.5B Coder-Instruct model with 4- to 8-bit "
+        "weights, not the paper's base models",
     ),
     "qwen15": OfflineModel(
         "qwen15",

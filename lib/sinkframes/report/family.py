@@ -18,8 +18,9 @@ import pandas as pd
 
 from .. import stats, verdicts
 from ..analyses import geometry_values, information, spectral, topology
-from ..analyses.base import ModelResult
+from ..analyses.base import ModelResult, Results
 from ..metrics.graphs import PAPER_THRESHOLDS
+from ..models import ARCHITECTURES
 from ..paper import APPENDIX_OF, CLAIMS, Claim
 from ..types import RunOptions
 
@@ -87,6 +88,8 @@ class FamilyResults:
     models: list[str]
     pipeline_check: bool
     results: dict[str, list[ModelResult]] = field(default_factory=dict)
+    #: analyses left out for some models, with the reason (a sentence each)
+    not_run: list[str] = field(default_factory=list)
     #: the verdicts of every result, evaluated once (``family_verdicts``): the table and the summary share them
     evaluated: list[verdicts.Verdict] | None = field(default=None, repr=False)
 
@@ -103,7 +106,14 @@ def run(key: str, models: list[str], texts: list[str], opts: RunOptions, *, n_ou
     out.results["spectral"] = spectral.analyse(models, texts, opts, seed=seed)
     out.results["information"] = information.analyse(models, texts, opts, n_output=n_output, n_fisher=n_fisher,
                                                      seed=seed)
-    out.results["values"] = geometry_values.analyse(models, texts, opts, seed=seed)
+    # chapter 6 reads queries, keys and values through the attention hook: models whose attention code it cannot
+    # wrap (MPNet computes its attention inline) are left out of that analysis, and the page says so
+    records = {r.ref: r.record for r in out.results["topology"]}
+    hookable = [m for m in models if m not in records or records[m]["architecture"] in ARCHITECTURES]
+    out.not_run = [f"`{m}`: no value-space analysis (the attention hook does not support "
+                   f"{records[m]['architecture']}'s attention)" for m in models if m not in hookable]
+    out.not_run += information.output_unavailable(out.results["information"])
+    out.results["values"] = geometry_values.analyse(hookable, texts, opts, seed=seed) if hookable else Results()
     return out
 
 
@@ -120,9 +130,11 @@ def header(fr: FamilyResults) -> str:
                 f"{page_id(fam.key)}` evaluates them on the paper's models (network and, for "
                 "the large ones, a GPU), or open this page on Colab and set `models`.")
     roles = _stand_ins(fr)
+    gaps = "".join(f"\n- {line}" for line in fr.not_run)
     return (f"Models: {names}, standing in for the paper's {fam.name} models of appendix {fam.appendix}"
             + (f" ({roles})" if roles else "") + ". Each is tested against the claims of the family it stands in "
-            "for (a model of no paper family, against the claims about all encoders or all decoders).")
+            "for (a model of no paper family, against the claims about all encoders or all decoders)."
+            + (f"\n\nNot run:{gaps}" if gaps else ""))
 
 
 def _stand_ins(fr: FamilyResults) -> str:

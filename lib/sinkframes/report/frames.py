@@ -21,12 +21,12 @@ def frame_verdicts(frames: list[ModelResult]) -> str:
             )
             continue
         if paper == "not assigned":
-            verdict = "the paper assigns no frame type to this family"
+            verdict = f"the paper assigns no frame type to the {f.record['family']} family: no label to compare"
         elif paper == frame:
-            verdict = f"agrees with the paper's **{paper}** label for the {f.record['family']} family"
+            verdict = f"this agrees with the paper's **{paper}** label for the {f.record['family']} family"
         else:
-            verdict = f"**differs** from the paper's **{paper}** label for the {f.record['family']} family"
-        lines.append(f"- `{f.ref}` looks **{frame}** ({f.data['reason']}); this {verdict}.")
+            verdict = f"this **differs** from the paper's **{paper}** label for the {f.record['family']} family"
+        lines.append(f"- `{f.ref}` looks **{frame}** ({f.data['reason']}); {verdict}.")
     return "\n".join(lines)
 
 
