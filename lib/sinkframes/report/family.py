@@ -20,7 +20,7 @@ from .. import stats, verdicts
 from ..analyses import geometry_values, information, spectral, topology
 from ..analyses.base import ModelResult, Results
 from ..metrics.graphs import PAPER_THRESHOLDS
-from ..models import ARCHITECTURES
+from ..models import ARCHITECTURES, OFFLINE_MODELS
 from ..paper import APPENDIX_OF, CLAIMS, Claim
 from ..types import RunOptions
 
@@ -138,14 +138,10 @@ def header(fr: FamilyResults) -> str:
 
 
 def _stand_ins(fr: FamilyResults) -> str:
-    """``key: what it stands in for`` for the offline models of the page (their records say), ``;``-joined."""
-    seen: dict[str, str] = {}
-    for results in fr.results.values():
-        for r in results:
-            role = (r.record.get("extra") or {}).get("stands_for")
-            if role:
-                seen.setdefault(r.ref, f"`{r.ref}`: {role}")
-    return "; ".join(seen.values())
+    """``key: what it stands in for`` for the offline models of the page (from the registry, which a cached
+    result's record may predate), ``;``-joined."""
+    return "; ".join(f"`{m}`: {OFFLINE_MODELS[m].stands_for}" for m in fr.models
+                     if m in OFFLINE_MODELS and OFFLINE_MODELS[m].stands_for)
 
 
 def pipeline_table(fr: FamilyResults) -> pd.DataFrame:
