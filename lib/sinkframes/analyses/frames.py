@@ -255,18 +255,22 @@ def position_class(position_encoding: str) -> str:
     return "absolute"
 
 
+#: the other axis of :func:`design_table`: the attention mask
+MASKS = ("decoder (causal)", "encoder (bidirectional)")
+
+
 def design_table(results: list[ModelResult]) -> pd.DataFrame:
-    """Encoder / decoder against absolute / absolute + relative bias / rotary: in each cell the models of
-    that design with the frame this book's rule measures, ``-`` where no model of the profile has it. The
-    first look at whether the position encoding, or the causal mask, goes with the frame type."""
+    """Position encoding (absolute / absolute + relative bias / rotary, one row each) against the mask (decoder /
+    encoder, one column each): in each cell the models of that design with the frame this book's rule measures,
+    ``-`` where no model of the profile has it. The first look at whether the position encoding, or the causal
+    mask, goes with the frame type."""
     cells: dict[tuple[str, str], list[str]] = {}
     for f in results:
-        row = "decoder (causal)" if f.record["causal"] else "encoder (bidirectional)"
-        col = position_class(str(f.record["position_encoding"]))
-        cells.setdefault((row, col), []).append(f"{f.ref}: {f.data['frame']}")
-    rows = []
-    for row in ("decoder (causal)", "encoder (bidirectional)"):
-        rows.append({"": row, **{col: "; ".join(cells.get((row, col), [])) or "-" for col in POSITION_CLASSES}})
+        mask = MASKS[0] if f.record["causal"] else MASKS[1]
+        pe = position_class(str(f.record["position_encoding"]))
+        cells.setdefault((pe, mask), []).append(f"{f.ref}: {f.data['frame']}")
+    rows = [{"position encoding": pe, **{mask: "; ".join(cells.get((pe, mask), [])) or "-" for mask in MASKS}}
+            for pe in POSITION_CLASSES]
     return pd.DataFrame(rows)
 
 

@@ -167,11 +167,12 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     r = from_summaries(ex.record, ex.summaries or [], seed=seed)
     r.from_cache = ex.from_cache
     r.params.update({"n_output": n_output, "n_fisher": n_fisher, **asdict(o)})
-    if n_output and ex.record["architecture"] not in ARCHITECTURES:
+    arch = ex.record.get("architecture")
+    if n_output and arch is not None and arch not in ARCHITECTURES:
         # the check edits attention inside the model, through the one attention hook, which this architecture's
         # attention code (computed inline, not through an eager attention function) does not offer
         r.data["output_unavailable"] = (f"`{ref}`: no output-level check (the attention hook does not support "
-                                        f"{ex.record['architecture']}'s attention)")
+                                        f"{arch}'s attention)")
     elif n_output:
         r.data["output"] = sink_removal.cached_output_check(ref, texts[:n_output], seed=seed, opts=o)
     if n_fisher:

@@ -29,7 +29,7 @@ from ..verdicts.store import ENV as VERDICTS_ENV
 from . import forked_kernel
 from .alt_text import set_alt_texts
 from .install import pinned_ref, repository, set_install_cell
-from .manifest import Manifest, Page, load_manifest, repo_root
+from .manifest import OPTIONAL_PROFILES, Manifest, Page, load_manifest, repo_root
 from .params import merge_parameters, parameter_problems
 
 
@@ -138,9 +138,10 @@ def _restorable(page: Page, profile: str, root: Path) -> bool:
     return not page.run_last and PageCache().load(_page_key(page, profile, root)) is not None
 
 
-def target_of(page: Page, root: Path, out_dir: Path | None = None) -> Path:
-    """Where the executed copy of ``page`` goes: ``out_dir`` when given, else the manifest's output path."""
-    return (out_dir / Path(page.output).name) if out_dir else root / page.output
+def target_of(page: Page, root: Path, out_dir: Path | None = None, profile: str = "offline") -> Path:
+    """Where the executed copy of ``page`` goes: ``out_dir`` when given, else the manifest's output path for
+    ``profile`` (an optional profile's pages go to a folder of their own)."""
+    return (out_dir / Path(page.output).name) if out_dir else root / page.output_for(profile)
 
 
 def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) -> Path:
@@ -152,7 +153,7 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
 
     from .page_cache import PageCache
 
-    target = target_of(page, root, out_dir)
+    target = target_of(page, root, out_dir, profile)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.stem}.running.ipynb")
     # a page saves its verdicts in a folder of its own; they join the others (next to the executed copies)
@@ -236,8 +237,9 @@ def remove_leftovers(root: Path, out: Path | None = None, stale_after_s: float =
     from ..config import models_root
 
     now = time.time()
-    found = list((out or root / "book").glob(".*.running.ipynb"))
-    found += [p for p in (out or root / "book").glob(".*.verdicts.running") if p.is_dir()]
+    folders = [out] if out else [root / "book", *(root / f for f in OPTIONAL_PROFILES.values())]
+    found = [p for folder in folders for p in folder.glob(".*.running.ipynb")]
+    found += [p for folder in folders for p in folder.glob(".*.verdicts.running") if p.is_dir()]
     if models_root().is_dir():
         found += [p for p in models_root().glob(".*-*") if p.is_dir()]
     removed = []
@@ -279,7 +281,7 @@ def _run_one(k: int, n: int, page: Page, profile: str, root: Path, out: Path | N
     t0 = time.time()
     try:
         if reuse and not page.run_last:
-            target = target_of(page, root, out)
+            target = target_of(page, root, out, profile)
             if restore_page(page, profile, root, target):
                 print(f"[sinkframes] [{k}/{n}] {page.id}: reused, its inputs are unchanged -> {target}", flush=True)
                 return None
@@ -361,7 +363,7 @@ def _convert_one(key: str) -> str | None:
 #: profiles whose builds share attention between pages (``extraction.shared``): the offline one, whose
 #: small models' attention over a few hundred sentences takes a few hundred MB on disk; the hub models of
 #: the other profiles would take tens of GB
-SHARED_ATTENTION_PROFILES = ("offline",)
+SHARED_ATTENTION_PROFILES = ("offline", "offline-large")
 #: the run options a page uses when the manifest does not set them (the templates' defaults)
 _PAGE_DEFAULTS: dict[str, Any] = {"dataset": "embedded", "csv_path": None, "seed": 0, "selection": "balanced",
                                   "max_length": 256, "bos_policy": "default", "dtype": "float32", "device": "auto"}
@@ -539,7 +541,7 @@ def build(
         raise ValueError(
             "no page ids given; name pages (see notebooks/manifest.yml) or leave the option out to build all"
         )
-    chosen = [m.page(p) for p in pages] if pages else m.pages
+    chosen = [m.page(p) for p in pages] if pages else [p for p in m.pages if profile in p.parameters]
     chosen = sorted(chosen, key=lambda page: page.run_last)  # the scorecard reads what the others saved
     out = Path(out_dir).resolve() if out_dir else None
     failures: list[tuple[str, str]] = [

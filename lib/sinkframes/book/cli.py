@@ -14,7 +14,7 @@ import sys
 from typing import Any
 from collections.abc import Sequence
 
-from .manifest import PROFILES
+from .manifest import ALL_PROFILES
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
@@ -182,7 +182,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_sinks)
 
     b = sub.add_parser("build", help="execute the manifest's pages with papermill, then build the HTML")
-    b.add_argument("--profile", choices=list(PROFILES), default="offline")
+    b.add_argument("--profile", choices=list(ALL_PROFILES), default="offline")
     b.add_argument("--pages", nargs="*", default=None, help="page ids (default: all)")
     b.add_argument("--out", default=None, help="folder for executed pages (default: book/)")
     b.add_argument("--no-html", action="store_true", help="skip the jupyter-book build")

@@ -10,6 +10,10 @@ from typing import Any
 import yaml
 
 PROFILES = ("offline", "paper", "colab", "smoke")
+#: profiles a page may have: a build with one runs only the pages that define it, and writes their copies to the
+#: folder given here (a part of the book of its own), never over the default profile's pages
+OPTIONAL_PROFILES: dict[str, str] = {"offline-large": "book/large"}
+ALL_PROFILES = (*PROFILES, *OPTIONAL_PROFILES)
 
 
 class ManifestError(ValueError):
@@ -27,6 +31,12 @@ class Page:
     timeout: int = 3600
     run_last: bool = False  # executed after every other page (the scorecard reads their verdicts)
     long_running: bool = False  # started first when pages run in parallel (the longest pages start at once)
+
+    def output_for(self, profile: str) -> str:
+        """Where the executed copy for ``profile`` goes, relative to the book's root."""
+        if profile in OPTIONAL_PROFILES:
+            return f"{OPTIONAL_PROFILES[profile]}/{Path(self.output).name}"
+        return self.output
 
     def params_for(self, profile: str) -> dict[str, Any]:
         if profile not in self.parameters:
@@ -89,6 +99,10 @@ def load_manifest(path: Path | None = None) -> Manifest:
         absent = [p for p in PROFILES if p not in item["parameters"]]
         if absent:
             raise ManifestError(f"page {item['id']} has no parameters for profile(s) {absent}")
+        unknown = [p for p in item["parameters"] if p not in ALL_PROFILES]
+        if unknown:
+            raise ManifestError(f"page {item['id']} has parameters for unknown profile(s) {unknown}; known: "
+                                f"{', '.join(ALL_PROFILES)}")
         pages.append(Page(**item))
     toc = raw.get("toc", {})
     return Manifest(root=toc.get("root", "book/intro"), back_matter=list(toc.get("back_matter", [])), pages=pages)
@@ -109,6 +123,13 @@ def render_toc(m: Manifest) -> str:
         lines.append(f"  - caption: {caption}")
         lines.append("    chapters:")
         lines.extend(f"      - file: {f}" for f in files)
+    for profile, folder in OPTIONAL_PROFILES.items():
+        extra = [p for p in m.pages if profile in p.parameters]
+        if extra:
+            lines.append(f"  - caption: Larger models ({profile} profile)")
+            lines.append("    chapters:")
+            lines.extend(f'      - file: {Path(p.output_for(profile)).with_suffix("")}\n        title: "{p.title} '
+                         f'({profile})"' for p in extra)
     if m.back_matter:
         lines.append("  - caption: Back matter")
         lines.append("    chapters:")
