@@ -141,7 +141,8 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         params="1.54 B",
         tuning="instruct (code)",
         licence="Apache-2.0",
-        stands_for="Qwen2.5-3B / 7B (the paper's distributed frame; the second size of the scale contrast)",
+        stands_for="Qwen2.5-3B / 7B (the paper's distributed frame), the second size of a two-point scale "
+        "comparison; a 1.5B Coder-Instruct model with 4- to 8-bit weights, not the paper's base models",
     ),
     "mpnet": OfflineModel(
         "mpnet",
