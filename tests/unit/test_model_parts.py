@@ -200,3 +200,12 @@ def test_the_cache_key_fingerprints_exactly_the_part_files(site):
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert conversion.weights_fingerprint(om) != rows
+
+
+def test_a_model_whose_class_this_transformers_lacks_names_the_upgrade():
+    from sinkframes.models.gguf import require_transformers_class
+
+    om = OfflineModel("fake", "org/fake", "x", "pip install x", "none", needs=("NoSuchModelAnywhere", "9.9.0"))
+    with pytest.raises(ModelLoadError, match=r"NoSuchModelAnywhere.*pip install 'transformers>=9\.9\.0'"):
+        require_transformers_class(om)
+    require_transformers_class(OfflineModel("ok", "org/ok", "x", "pip install x", "none", needs=("BertModel", "5.0")))

@@ -9,6 +9,9 @@ import pytest
 import torch
 
 gguf = pytest.importorskip("gguf")
+transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.skipif(not hasattr(transformers, "NomicBertConfig"),
+                                reason=f"transformers {transformers.__version__} has no NomicBERT (it arrived in 5.5)")
 
 from sinkframes.models.nomic import bert_piece, convert_nomic_gguf  # noqa: E402
 

@@ -124,6 +124,18 @@ def converted_copy_problem(om: OfflineModel, target: Path) -> str | None:
     return None
 
 
+def require_transformers_class(om: OfflineModel) -> None:
+    """A ``ModelLoadError`` naming the upgrade when the installed transformers lacks the class ``om`` loads with."""
+    if om.needs is None:
+        return
+    import transformers
+
+    cls, first = om.needs
+    if not hasattr(transformers, cls):
+        raise ModelLoadError(f"{om.key} loads as {cls}, which transformers {transformers.__version__} does not have "
+                             f"(it arrived in {first}): pip install 'transformers>={first}'")
+
+
 def converted_folder(om: OfflineModel) -> Path:
     """Where the fp32 copy converted from ``om``'s GGUF lives (under ``config.models_root()``)."""
     return config.models_root() / f"{om.key}-fp32"
@@ -132,6 +144,7 @@ def converted_folder(om: OfflineModel) -> Path:
 def offline_folder(om: OfflineModel) -> tuple[Path, str]:
     """A folder ``from_pretrained`` can read for an offline model (converting GGUF once, and again
     whenever the copy does not match its package)."""
+    require_transformers_class(om)
     pkg = package_dir(om)
     if not om.converted:
         weights_fingerprint(om)  # a damaged package file is an error, not a wrong result

@@ -40,6 +40,8 @@ class OfflineModel:
     tuning: str = "base"  # base or instruct (or what it was fine-tuned for)
     licence: str = ""
     stands_for: str = ""  # the paper's model(s) it stands in for
+    #: the transformers class the converted folder needs, and the first release that has it (None: any 5.x)
+    needs: tuple[str, str] | None = None
 
     @property
     def packages(self) -> str:
@@ -184,6 +186,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="text embedding (contrastive)",
         licence="Apache-2.0",
         stands_for="no paper model: a RoPE encoder, to separate encoder vs decoder from absolute vs rotary",
+        needs=("NomicBertModel", "5.5.0"),
     ),
     "e5small": OfflineModel(
         "e5small",

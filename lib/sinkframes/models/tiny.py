@@ -67,7 +67,10 @@ SPECIAL_TOKENS = ["<pad>", "<unk>", "<bos>", "<eos>", "[CLS]", "[SEP]", "<s>", "
 
 
 def tiny_architectures() -> list[str]:
-    return sorted(TINY_SPECS)
+    """The tiny architectures whose config class the installed transformers has (NomicBERT arrived in 5.5)."""
+    import transformers
+
+    return sorted(a for a, spec in TINY_SPECS.items() if hasattr(transformers, spec.config_cls))
 
 
 @lru_cache(maxsize=1)
@@ -126,6 +129,9 @@ def tiny_config(arch: str):
     import transformers
 
     spec = _spec(arch)
+    if not hasattr(transformers, spec.config_cls):
+        raise ValueError(f"tiny:{arch} needs transformers' {spec.config_cls}, which transformers "
+                         f"{transformers.__version__} does not have; upgrade transformers")
     cls = getattr(transformers, spec.config_cls)
     tok = tiny_tokenizer(arch)
     kwargs: dict[str, Any] = dict(
