@@ -25,7 +25,7 @@ import torch
 from .. import stats
 from ..extraction import summarize
 from ..metrics import information as inf
-from ..models import ARCHITECTURES
+from ..models.registry import hook_supports
 from ..probes import fisher as fisher_mod
 from ..probes import sink_removal
 from ..types import MODES, Mode, RunOptions, check_mode
@@ -168,7 +168,7 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     r.from_cache = ex.from_cache
     r.params.update({"n_output": n_output, "n_fisher": n_fisher, **asdict(o)})
     arch = ex.record.get("architecture")
-    if n_output and arch is not None and arch not in ARCHITECTURES:
+    if n_output and not hook_supports(arch):
         # the check edits attention inside the model, through the one attention hook, which this architecture's
         # attention code (computed inline, not through an eager attention function) does not offer
         r.data["output_unavailable"] = (f"`{ref}`: no output-level check (the attention hook does not support "

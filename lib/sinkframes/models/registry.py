@@ -275,6 +275,12 @@ ARCHITECTURES: dict[str, ArchSpec] = {
 # not through an eager attention function the hook can wrap; chapters that read attention weights still run it
 
 
+def hook_supports(architecture: str | None) -> bool:
+    """Whether the attention hook can read and edit this model_type's attention (``None``, unknown: assume so,
+    and let the hook say otherwise)."""
+    return architecture is None or architecture in ARCHITECTURES
+
+
 def family_of(model_type: str) -> tuple[str, str]:
     """``(paper family, paper frame type)`` of a transformers model type."""
     return FAMILIES.get(model_type, (model_type, "not assigned"))

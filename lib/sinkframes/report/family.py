@@ -20,7 +20,8 @@ from .. import stats, verdicts
 from ..analyses import geometry_values, information, spectral, topology
 from ..analyses.base import ModelResult, Results
 from ..metrics.graphs import PAPER_THRESHOLDS
-from ..models import ARCHITECTURES, OFFLINE_MODELS
+from ..models import OFFLINE_MODELS
+from ..models.registry import hook_supports
 from ..paper import APPENDIX_OF, CLAIMS, Claim
 from ..types import RunOptions
 
@@ -109,7 +110,7 @@ def run(key: str, models: list[str], texts: list[str], opts: RunOptions, *, n_ou
     # chapter 6 reads queries, keys and values through the attention hook: models whose attention code it cannot
     # wrap (MPNet computes its attention inline) are left out of that analysis, and the page says so
     records = {r.ref: r.record for r in out.results["topology"]}
-    hookable = [m for m in models if m not in records or records[m]["architecture"] in ARCHITECTURES]
+    hookable = [m for m in models if m not in records or hook_supports(records[m]["architecture"])]
     out.not_run = [f"`{m}`: no value-space analysis (the attention hook does not support "
                    f"{records[m]['architecture']}'s attention)" for m in models if m not in hookable]
     out.not_run += information.output_unavailable(out.results["information"])
