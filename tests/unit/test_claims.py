@@ -12,11 +12,11 @@ from sinkframes.paper import CLAIMS, CLAIMS_BY_ID
 from sinkframes.verdicts import MEASURES, RULES, apply
 from sinkframes.verdicts.verdict import Estimate
 
-#: claims per numbered part, counted from the paper's text and tables (the reference specification's
-#: section map, official_code_spec.md section 11, lists the same statements)
+#: claims per numbered part, counted from the paper's claim list (shared/reference/paper_claims.txt; each
+#: bullet's claims are listed in paper.claims.BULLETS)
 EXPECTED_PER_SECTION = {
     "1": 2, "3.1": 3, "3.2": 2, "3.3": 2, "3.4": 2, "4": 2, "5.1": 4, "5.2": 3, "5.3": 4, "5.4": 3,
-    "A": 1, "B": 2, "B.1": 2, "C.1": 2, "C.2": 4, "E": 11, "F": 8, "G": 14, "H": 12, "I": 7, "J": 6,
+    "A": 2, "B": 2, "B.1": 3, "C.1": 2, "C.2": 6, "E": 11, "F": 11, "G": 20, "H": 16, "I": 7, "J": 7,
 }
 
 
@@ -41,6 +41,9 @@ def test_every_claim_is_testable_or_says_why_not():
             assert c.measure in MEASURES and c.rule in RULES and c.page in pages, c.id
             assert c.null and c.why, c.id
             probe = Estimate("x") if c.rule == "equals" else Estimate(0.5, 0.4, 0.6)
+            if c.bare:
+                apply(c.rule, probe, c.bare)
+                assert c.tolerance, c.id  # a tolerance says why it is what it is
             apply(c.rule, probe, c.params)  # the parameters fit the rule
             analysis = MEASURES[c.measure].analysis
             assert analysis in {"frames", "information", "spectral", "topology", "softmax_geometry",
@@ -53,6 +56,29 @@ def test_gemma_and_mistral_concentrations_are_not_swapped():
     assert (mistral.subject, mistral.printed) == ("mistral", "95.44 % at layer 21")
     assert gemma.params == pytest.approx({"low": 0.8657, "high": 0.9657})
     assert mistral.params == pytest.approx({"low": 0.9044, "high": 1.0044})
+    assert gemma.bare == pytest.approx({"low": 0.9157, "high": 0.9157})
+
+
+def test_encoder_connectivity_drop_is_early_to_middle_and_standard_rope_claims_are_not_tested_on_encoders():
+    for cid in ("H.bert_connectivity", "H.xlmr_connectivity"):
+        assert CLAIMS_BY_ID[cid].measure == "spectral.lambda2_middle_over_early"
+    for cid in ("3.3.small_key", "3.3.aligned_key"):
+        assert not CLAIMS_BY_ID[cid].applies_to("bert", "bidirectional", False)
+
+
+def test_one_estimate_is_counted_once_per_model():
+    """Two claims that apply to the same model never read the same measure with the same rule and params."""
+    seen: dict[tuple, str] = {}
+    for fam, frame, causal in (("llama", "centralized", True), ("gemma", "centralized", True),
+                               ("qwen", "distributed", True), ("bert", "bidirectional", False),
+                               ("xlm-roberta", "bidirectional", False), ("mistral", "centralized", True)):
+        seen.clear()
+        for c in paper.claims_for(fam, frame, causal):
+            if not c.testable:
+                continue
+            key = (c.measure, c.rule, repr(sorted(c.params.items())))
+            assert key not in seen, (fam, c.id, seen.get(key))
+            seen[key] = c.id
 
 
 def test_encoder_kl_claims_are_about_the_first_layer_and_the_u_shape():
@@ -63,28 +89,31 @@ def test_encoder_kl_claims_are_about_the_first_layer_and_the_u_shape():
     assert not any(c.measure == "information.kl_mean" for c in CLAIMS)  # "mean KL positive" is never claimed
 
 
-def test_llama_kl_claim_has_the_layer_zero_exception():
-    assert CLAIMS_BY_ID["E.kl_negative"].measure == "information.kl_max_layer_after_first"
+def test_llama_kl_claims_are_about_regions_after_layer_zero():
+    for cid in ("E.kl_negative", "E.kl_values"):
+        c = CLAIMS_BY_ID[cid]
+        assert c.measure == "information.kl_regions_after_first" and c.rule.startswith("every_"), cid
     assert "except layer 0" in CLAIMS_BY_ID["E.kl_negative"].printed
+    assert CLAIMS_BY_ID["E.kl_values"].bare == {"low": -0.13, "high": -0.07}
 
 
 def test_concentration_claims_compare_like_with_like():
     kinds = {c.id: c.measure for c in CLAIMS if "concentration" in c.quantity and c.testable}
     for cid, m in kinds.items():
         q = CLAIMS_BY_ID[cid].quantity
-        if "maximum" in q or "layers 23-25" in q:
+        if "maximum" in q or "layer 25" in q:
             assert m == "information.concentration_max", cid
-        elif "layer 0" in q:
+        elif "layer 0" in q or "first-layer" in q:
             assert m == "information.concentration_first_layer", cid
+        elif "t = 0.8" in q:
+            assert m == "information.concentration_regions_p80", cid
         else:
-            assert m == "information.concentration_layers", cid
-    for cid in ("H.bert_concentration", "H.xlmr_concentration"):  # no band is invented for the encoders
-        assert not CLAIMS_BY_ID[cid].testable
+            assert m == "information.concentration_regions", cid
 
 
 def test_gemma_is_tested_on_its_own_connectivity_claim_and_fisher_peaks_have_no_rule():
     g = CLAIMS_BY_ID["G.gemma_connectivity_falls"]
-    assert g.subject == "gemma" and g.printed == "13.05 -> 9.95" and g.measure == "spectral.lambda2_late_minus_early"
+    assert g.subject == "gemma" and g.printed == "13.0545 -> 9.9455" and g.measure == "spectral.lambda2_late_over_early"
     assert CLAIMS_BY_ID["E.connectivity_peak"].subject == "llama"
     assert not CLAIMS_BY_ID["5.2.fisher_peaks"].testable
 

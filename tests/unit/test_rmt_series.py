@@ -82,7 +82,7 @@ def test_series_verdicts_cover_the_appendix_b_claims() -> None:
     s = _series({"step0": 0.0, "step8": 0.1, "step64": 0.75, "step4096": 0.95})
     found = V.evaluate([R.series_result(s, "run")])
     claims = {v.claim for v in found}
-    assert claims == {"B.early_emergence", "B.spectral_gap"}
+    assert claims == {"B.early_emergence"}  # B.spectral_gap is about Pythia sizes, not one run's checkpoints
     early = [v for v in found if v.claim == "B.early_emergence" and v.question == "holds"][0]
     assert early.status == V.SUPPORTED  # 64 / 4096 is within the first quarter, the untrained run never forms one
 

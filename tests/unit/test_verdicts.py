@@ -30,6 +30,22 @@ RULE_CASES = [
     ("at_least", {"share": 0.9}, E(0.95), E(0.5), E(1.0)),
     ("equals", {"expected": "centralized"}, E("centralized"), E("distributed"), E("centralized")),
     ("flip_within", {"low": 0.1, "high": 0.2}, E(0.2, 0.1, 0.2), E(0.05, 0.02, 0.05), E(0.2, 0.1, 0.2)),
+    ("every_below", {"threshold": 0.0},
+     E(-0.15, -0.3, -0.05, parts=[["early", -0.2, -0.3, -0.1], ["late", -0.1, -0.15, -0.05]]),
+     E(0.0, -0.3, 0.3, parts=[["early", -0.2, -0.3, -0.1], ["late", 0.2, 0.1, 0.3]]),
+     E(-1.0, -1.1, -0.9, parts=[["early", -1.0, -1.1, -0.9]])),
+    ("every_above", {"threshold": 0.5},
+     E(0.7, 0.6, 0.8, parts=[["0.001", 0.7, 0.6, 0.8], ["0.1", 0.75, 0.7, 0.8]]),
+     E(0.5, 0.3, 0.8, parts=[["0.001", 0.7, 0.6, 0.8], ["0.1", 0.35, 0.3, 0.4]]),
+     E(0.9, 0.85, 0.95, parts=[["0.001", 0.9, 0.85, 0.95]])),
+    ("every_within", {"low": 0.3, "high": 0.4},
+     E(0.35, 0.33, 0.37, parts=[["layer 0", 0.35, 0.33, 0.37], ["layer 1", 0.36, 0.34, 0.38]]),
+     E(0.45, 0.33, 0.65, parts=[["layer 0", 0.35, 0.33, 0.37], ["layer 1", 0.6, 0.55, 0.65]]),
+     E(0.35, 0.34, 0.36, parts=[["layer 0", 0.35, 0.34, 0.36]])),
+    ("each_within", {"ranges": {"early": [0.0, math.inf], "middle": [-math.inf, 0.0]}},
+     E(0.0, -0.15, 0.15, parts=[["early", 0.1, 0.05, 0.15], ["middle", -0.1, -0.15, -0.05]]),
+     E(-0.1, -0.15, -0.05, parts=[["early", -0.1, -0.15, -0.05], ["middle", -0.1, -0.15, -0.05]]),
+     E(0.0, -0.15, 0.15, parts=[["early", 0.1, 0.05, 0.15], ["middle", -0.1, -0.15, -0.05]])),
 ]
 
 
@@ -40,6 +56,9 @@ def test_every_rule_passes_fails_and_is_not_diagnostic_when_the_null_passes(rule
     assert decide(rule, params, bad, failing_null)[0] == V.NOT_SUPPORTED
     status, null_status, _ = decide(rule, params, good, null)
     assert status == V.NOT_DIAGNOSTIC and null_status == V.SUPPORTED
+    # a model that fails where the null passes is a refutation, not "not diagnostic"
+    status, null_status, _ = decide(rule, params, bad, null)
+    assert status == V.NOT_SUPPORTED and null_status == V.SUPPORTED
 
 
 def test_rules_cover_every_rule_the_registry_names():
@@ -70,6 +89,72 @@ def test_an_interval_that_straddles_the_threshold_is_inconclusive_and_nan_is_nev
 def test_flip_rule_without_any_sign_change_is_not_supported_and_undecided_signs_are_inconclusive():
     assert V.apply("flip_within", E(math.nan), {"low": 0.1, "high": 0.2})[0] == V.NOT_SUPPORTED
     assert V.apply("flip_within", E(math.nan, undetermined=True), {"low": 0.1, "high": 0.2})[0] == V.INCONCLUSIVE
+
+
+def test_one_layer_outside_a_range_refutes_a_claim_about_every_layer():
+    inside = [[f"layer {i}", 0.35, 0.34, 0.36] for i in range(5)]
+    one_out = [*inside[:4], ["layer 4", 0.6, 0.55, 0.65]]
+    # the range of the layer means spans the claim's range, but a layer range is not an interval
+    assert V.apply("every_within", E(0.35, 0.34, 0.65, parts=one_out), {"low": 0.3, "high": 0.4})[0] == V.NOT_SUPPORTED
+    assert V.apply("every_within", E(0.35, 0.34, 0.36, parts=inside), {"low": 0.3, "high": 0.4})[0] == V.SUPPORTED
+    straddles = [*inside[:4], ["layer 4", 0.4, 0.38, 0.42]]
+    assert V.apply("every_within", E(0.35, 0.34, 0.42, parts=straddles), {"low": 0.3, "high": 0.4})[0] == V.INCONCLUSIVE
+
+
+def test_a_sign_claim_is_decided_at_the_thresholds_it_names():
+    # negative below the flip, positive at 0.2: the mean over thresholds is negative, the claim at 0.2 is not
+    parts = [["0.001", -0.5, -0.7, -0.3], ["0.01", -0.4, -0.6, -0.2], ["0.1", -0.3, -0.5, -0.1], ["0.2", 0.6, 0.4, 0.8]]
+    est = E(-0.15, -0.7, 0.8, parts=parts)
+    assert V.apply("every_below", est, {"threshold": 0.0, "at": ["0.001", "0.01", "0.1"]})[0] == V.SUPPORTED
+    assert V.apply("every_below", est, {"threshold": 0.0})[0] == V.NOT_SUPPORTED
+    assert V.apply("every_below", est, {"threshold": 0.0, "at": ["0.05"]})[0] == V.INCONCLUSIVE  # not measured there
+
+
+def test_several_nulls_any_passing_makes_a_passing_model_not_diagnostic():
+    good, failing, passing = E(0.7, 0.6, 0.8), E(0.3, 0.2, 0.4), E(0.9, 0.85, 0.95)
+    status, rows, _ = V.rules.decide_all("above", {"threshold": 0.5}, good, [("a", failing), ("b", passing)])
+    assert status == V.NOT_DIAGNOSTIC and [r[2] for r in rows] == [V.NOT_SUPPORTED, V.SUPPORTED]
+    status, _, _ = V.rules.decide_all("above", {"threshold": 0.5}, failing, [("b", passing)])
+    assert status == V.NOT_SUPPORTED
+    assert V.rules.decide_all("above", {"threshold": 0.5}, good, [("a", failing), ("c", None)])[0] == V.SUPPORTED
+
+
+def _entropy_result(per_layer: np.ndarray, n: int = 12, seed: int = 0) -> ModelResult:
+    """A value-space result whose corrected entropy is ``per_layer`` plus sentence noise shared by every layer."""
+    noise = np.random.default_rng(seed).normal(0, 0.01, (n, 1))
+    x = np.asarray(per_layer, dtype=float)[None, :] + noise  # [sample, layer]
+    return ModelResult("geometry_values", {**RECORD, "n_layers": x.shape[1]}, n, samples={"corrected_entropy": x},
+                       params={"seed": 0})
+
+
+def test_the_layer_order_null_passes_on_a_structureless_depth_profile_and_fails_on_a_structured_one():
+    name = "values.entropy_last_minus_first"
+    flat = _entropy_result(np.full(8, 2.0))
+    model, null = M.MEASURES[name].fn(flat, "corrected"), M.layer_order_null(name, flat, "corrected")
+    assert null.value == pytest.approx(0.0) and null.low == pytest.approx(0.0) and null.high == pytest.approx(0.0)
+    # every layer alike: whatever passes for the model passes for the null, so a pass is not diagnostic
+    status, _, _ = V.rules.decide_all("below", {"threshold": 0.5}, model, [("layers in random order", null)])
+    assert status == V.NOT_DIAGNOSTIC
+    falling = _entropy_result(np.linspace(3.0, 1.0, 8))
+    model, null = M.MEASURES[name].fn(falling, "corrected"), M.layer_order_null(name, falling, "corrected")
+    assert model.value == pytest.approx(-2.0, abs=0.05) and null.low < 0 < null.high
+    status, rows, _ = V.rules.decide_all("below", {"threshold": 0.0}, model, [("layers in random order", null)])
+    assert status == V.SUPPORTED and rows[0][2] == V.INCONCLUSIVE
+
+
+def test_every_depth_and_shape_claim_has_a_null_that_can_pass():
+    from sinkframes.paper import CLAIMS
+
+    shapes = ("late_minus_early", "peak_ratio", "dip_ratio", "u_contrast", "last_minus_first", "alignment_last",
+              "_over_early")
+    for c in CLAIMS:
+        if c.testable and any(k in c.measure for k in shapes):
+            assert "layer_order" in M.MEASURES[c.measure].extra_nulls and c.measure in M.LAYER_SHAPES, c.id
+
+
+def test_star_likeness_is_checked_against_thresholded_uniform_attention_too():
+    assert "uniform_graph" in M.MEASURES["spectral.star_likeness"].extra_nulls
+    assert "uniform_graph" in M.MEASURES["spectral.star_likeness_layers"].extra_nulls
 
 
 def test_unknown_rule_and_status_are_refused():
@@ -161,7 +246,7 @@ def test_the_frame_claim_is_not_diagnostic_where_uniform_attention_is_classified
     # every query on position 0: the first token takes everything
     assert by[("1.bos_share", "holds")].estimate.value == pytest.approx(1.0)
     assert by[("1.bos_share", "holds")].status == V.NOT_SUPPORTED  # 100 % is outside the printed 30-40 %
-    assert by[("1.bos_share", "reproduced")].status == V.NOT_EVALUATED  # no official notebook computes it
+    assert ("1.bos_share", "reproduced") not in by  # no official notebook computes it: no verdict, not a count
     # short uniform rows give many keys a weight >= 0.1: the null is "distributed" and the sink model wins
     assert by[("3.1.centralized", "holds")].status == V.SUPPORTED
     assert by[("3.1.centralized", "holds")].null.value == "distributed"
@@ -184,11 +269,13 @@ def test_information_measures_on_hand_built_samples_have_known_answers():
     r.samples["p90/mass_all_heads"] = np.array([[0.5, 0.9, 0.7], [0.5, 0.7, 0.9]])
     first = M.MEASURES["information.kl_first_layer"].fn(r, "corrected")
     assert first.value == pytest.approx(0.2) and first.low == pytest.approx(0.1) and first.high == pytest.approx(0.3)
-    after = M.MEASURES["information.kl_max_layer_after_first"].fn(r, "corrected")
-    assert after.value == pytest.approx(-0.2)  # layer means -0.2, -0.2
+    after = M.MEASURES["information.kl_regions_after_first"].fn(r, "corrected")
+    assert [p[0] for p in after.parts] == ["middle", "late"]  # 3 layers: early is layer 0 alone, left out
+    assert [p[1] for p in after.parts] == pytest.approx([-0.2, -0.2])
     assert M.MEASURES["information.kl_argmin_layer"].fn(r, "corrected").value in (1, 2)
-    rng = M.MEASURES["information.concentration_layers"].fn(r, "corrected")
-    assert (rng.value, rng.low, rng.high) == pytest.approx((0.8, 0.5, 0.8))
+    reg = M.MEASURES["information.concentration_regions"].fn(r, "corrected")
+    assert [p[1] for p in reg.parts] == pytest.approx([0.5, 0.8, 0.8])
+    assert reg.parts[0][2] == pytest.approx(0.5) and reg.parts[0][3] == pytest.approx(0.5)
     mx = M.MEASURES["information.concentration_max"].fn(r, "corrected")
     assert mx.value == pytest.approx(0.8) and mx.high == pytest.approx(0.9) and "layer 1" in mx.detail
 
@@ -199,7 +286,7 @@ def test_llama_kl_claim_excludes_layer_zero_and_encoder_claim_is_the_first_layer
         r.samples[f"p90/{mode}/reduction"] = np.array([[0.3, -0.2, -0.1]] * 5 + [[0.2, -0.1, -0.2]] * 5)
     by = {(v.claim, v.question): v.status for v in V.evaluate_model(r)}
     assert by[("E.kl_negative", "holds")] == V.SUPPORTED  # positive layer 0 is the stated exception
-    assert by[("5.1.kl_negative", "holds")] == V.NOT_SUPPORTED  # "negative throughout" has no exception
+    assert by[("5.1.kl_negative", "holds")] == V.NOT_SUPPORTED  # "consistently negative" has no exception
 
 
 @pytest.mark.parametrize("rule", sorted(V.RULES))
@@ -217,7 +304,7 @@ def test_measures_on_nan_attention_summaries_are_undetermined_not_numbers():
         if key != "n_tokens":
             r.samples[key] = np.full_like(np.asarray(r.samples[key], dtype=float), np.nan)
     for name in ("information.kl_first_layer", "information.kl_u_contrast", "information.concentration_max",
-                 "information.concentration_layers", "information.kl_argmin_layer"):
+                 "information.concentration_regions", "information.kl_argmin_layer"):
         est = M.MEASURES[name].fn(r, "corrected")
         assert est.undetermined, name
         assert V.apply("above", est, {"threshold": 0.0})[0] == V.INCONCLUSIVE

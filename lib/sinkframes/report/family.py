@@ -24,6 +24,7 @@ from ..models import OFFLINE_MODELS
 from ..models.registry import hook_supports
 from ..paper import APPENDIX_OF, CLAIMS, Claim
 from ..types import RunOptions
+from ..verdicts.rules import describe
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -76,7 +77,7 @@ def appendix_claims(key: str) -> list[Claim]:
 def claims_table(key: str) -> pd.DataFrame:
     """The appendix's claims as the paper prints them, with how each is decided (or why it is not)."""
     rows = [{"claim": c.id, "where": c.where, "about": c.subject, "quantity": c.quantity, "paper": c.printed,
-             "rule": f"{c.rule} {dict(c.params)}" if c.testable else "", "null": c.null,
+             "rule": describe(c.rule, c.params) if c.testable else "", "null": c.null,
              "not testable because": c.untestable} for c in appendix_claims(key)]
     return pd.DataFrame(rows)
 

@@ -55,6 +55,26 @@ def library_commit() -> str | None:
     return f"{head} + local changes" if dirty else head or None
 
 
+#: the files that hold the claims, their rules, measures and nulls: the registry a verdict is decided with
+REGISTRY_FILES = ("paper/claims.py", "verdicts")
+
+
+@lru_cache(maxsize=1)
+def registry_commit() -> str | None:
+    """The last commit that changed the claims registry or the verdict rules (``+ local changes`` when they
+    differ from it), so that a page names the rules it was decided with and git history shows them committed
+    before the page; ``None`` outside a git checkout (an installed copy names the library's commit)."""
+    here = Path(__file__).resolve().parents[1]  # lib/sinkframes
+    try:
+        last = subprocess.run(["git", "-C", str(here), "log", "-1", "--format=%h", "--abbrev=10", "--",
+                               *REGISTRY_FILES], capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--", *REGISTRY_FILES],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{last} + local changes" if dirty else last or None
+
+
 def provenance(
     profile: str, models: list[str], n_sentences: int, dataset: str, seed: int, opts: RunOptions | None = None,
     weights: dict[str, str] | None = None,
@@ -62,12 +82,14 @@ def provenance(
     """Markdown naming the profile, models, sentence count, run options and versions that produced a page
     (``weights``: a description of the weights behind a name that is not a model reference)."""
     commit = library_commit() or "not a git checkout"
+    registry = registry_commit() or commit
     run = f"; weights in {opts.dtype} on {resolve_device(opts.device).type}" if opts is not None else ""
     revision = opts.revision if opts is not None else None
     how = ("with `custom` parameters (edited: they match no profile of the manifest)" if profile == "custom"
            else f"with the `{profile}` profile")
     return (
-        f"**Produced by** sinkframes {__version__} (commit {commit}) {how}: models "
+        f"**Produced by** sinkframes {__version__} (commit {commit}; claims and rules of registry commit {registry}) "
+        f"{how}: models "
         f"{', '.join(f'`{m}`' for m in models)}; {n_sentences} sentences from the `{dataset}` set "
         f"(seed {seed}); torch {torch.__version__}, transformers {transformers.__version__}, "
         f"Python {platform.python_version()}{run}. Run on {datetime.date.today().isoformat()}; weights: "

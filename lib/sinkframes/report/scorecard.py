@@ -12,6 +12,8 @@ from ..paper import APPENDIX_OF, CLAIMS, Claim
 from ..verdicts import NOT_EVALUATED, QUESTIONS, STATUSES, PageVerdicts, Verdict
 
 NOT_THIS_FAMILY = "-"
+#: the "reproduced?" cell of a claim whose quantity no official notebook computes (not a verdict, not counted)
+NO_OFFICIAL = "no official computation"
 
 
 def models_of(saved: dict[str, PageVerdicts]) -> dict[str, dict]:
@@ -63,6 +65,8 @@ def scorecard_table(saved: dict[str, PageVerdicts], profile: str) -> pd.DataFram
         for ref in models:
             for q in QUESTIONS:
                 row[f"{ref} {q}?"] = _cell(found.get((c.id, ref, q)))
+            if (c.id, ref, "holds") in found and (c.id, ref, "reproduced") not in found:
+                row[f"{ref} reproduced?"] = NO_OFFICIAL
         row["note"] = note_for(c, models, profile, set(saved))
         rows.append(row)
     return pd.DataFrame(rows)

@@ -1,15 +1,22 @@
-"""Claims x models -> verdicts: both questions, with the null beside the model."""
+"""Claims x models -> verdicts: both questions, with every null beside the model."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any
 
 from ..analyses.base import ModelResult
 from ..paper import Claim, claims_for
-from .measures import MEASURES, NULLS
+from ..types import Mode
+from .measures import MEASURES, NULLS, Measure, layer_order_null
 from .nulls import null_result
-from .rules import decide
-from .verdict import NOT_EVALUATED, QUESTIONS, Estimate, Verdict
+from .rules import apply, decide_all
+from .verdict import NOT_EVALUATED, QUESTIONS, SUPPORTED, Estimate, Verdict
+
+#: what each kind of null is called on the page
+NULL_NAMES = {"attention": "uniform attention", "uniform_graph": "uniform attention, thresholded",
+              "layer_order": "layers in random order"}
 
 
 def claims_of(result: ModelResult) -> list[Claim]:
@@ -21,14 +28,38 @@ def claims_of(result: ModelResult) -> list[Claim]:
     ]
 
 
-def evaluate_model(result: ModelResult) -> list[Verdict]:
-    """Both verdicts for every claim ``result`` can test (its null computed once, when needed)."""
-    null_cache: list[ModelResult] = []
+def _null_name(m: Measure, kind: str) -> str:
+    if kind == "attention" and m.analysis == "spectral":
+        return "dense graph"
+    return NULL_NAMES.get(kind, kind.replace("_", " "))
 
-    def attention_null() -> ModelResult:
-        if not null_cache:
-            null_cache.append(null_result(result))
-        return null_cache[0]
+
+def _tolerance_note(claim: Claim, est: Estimate, status: str) -> str:
+    """Says when a verdict hangs on the tolerance the book adds to the paper's printed value."""
+    if not claim.bare:
+        return ""
+    bare, _ = apply(claim.rule, est, claim.bare)
+    if bare == status:
+        return ""
+    return f"hangs on the tolerance ({claim.tolerance}): against the printed value alone it is {bare}"
+
+
+def evaluate_model(result: ModelResult) -> list[Verdict]:
+    """Both verdicts for every claim ``result`` can test (each null computed once, when needed)."""
+    cache: dict[str, ModelResult] = {}
+
+    def null_of(kind: str) -> ModelResult:
+        if kind not in cache:
+            cache[kind] = null_result(result, graph="uniform" if kind == "uniform_graph" else "dense")
+        return cache[kind]
+
+    def run_null(m: Measure, kind: str, mode: Mode) -> Estimate | None:
+        if kind in ("attention", "uniform_graph"):
+            return m.fn(null_of(kind), mode)
+        if kind == "layer_order":
+            return layer_order_null(m.name, result, mode)
+        fn: Callable[[ModelResult, Mode], Any] = NULLS[kind]
+        return fn(result, mode)
 
     out = []
     for claim in claims_of(result):
@@ -36,15 +67,25 @@ def evaluate_model(result: ModelResult) -> list[Verdict]:
         for question, mode in QUESTIONS.items():
             est = m.fn(result, mode)  # type: ignore[arg-type]
             if est is None:
-                reason = ("no official notebook computes this quantity" if mode == "faithful"
-                          else "no data for this quantity in this run")
-                out.append(Verdict(claim.id, result.ref, question, NOT_EVALUATED, reason=reason))
+                if mode == "faithful":
+                    continue  # no official computation: the scorecard says so once, not as a verdict
+                out.append(Verdict(claim.id, result.ref, question, NOT_EVALUATED,
+                                   reason="no data for this quantity in this run"))
                 continue
-            null: Estimate | None
-            null = m.fn(attention_null(), mode) if m.null == "attention" else NULLS[m.null](result, mode)  # type: ignore[arg-type]
-            status, null_status, test = decide(claim.rule, claim.params, est, null)
-            reason = "the null meets the claim too" if null_status == "supported" else ""
-            out.append(Verdict(claim.id, result.ref, question, status, est, null, null_status, reason, test))
+            kinds = (m.null, *m.extra_nulls)
+            nulls = [(_null_name(m, k), run_null(m, k, mode)) for k in kinds]  # type: ignore[arg-type]
+            status, rows, test = decide_all(claim.rule, claim.params, est, nulls)
+            passing = [r for r in rows if r[2] == SUPPORTED]
+            first = passing[0] if passing else (rows[0] if rows else None)
+            reasons = []
+            if passing:
+                reasons.append(f"the null ({', '.join(r[0] for r in passing)}) meets the claim too")
+            note = _tolerance_note(claim, est, status)
+            if note:
+                reasons.append(note)
+            extra = {"nulls": [{"name": n, "estimate": asdict(e), "status": s} for n, e, s in rows]}
+            out.append(Verdict(claim.id, result.ref, question, status, est, first[1] if first else None,
+                               first[2] if first else "", "; ".join(reasons), test, extra))
     return out
 
 

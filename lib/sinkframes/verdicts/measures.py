@@ -42,18 +42,89 @@ class Measure:
     analysis: str
     fn: MeasureFn
     null: str = "attention"  # "attention": the same fn on uniform attention; else a key of NULLS
+    #: further nulls run beside the first: ``"layer_order"`` (the model's own layers in random orders,
+    #: :func:`layer_order_null`), ``"uniform_graph"`` (thresholded uniform attention) or keys of NULLS
+    extra_nulls: tuple[str, ...] = ()
 
 
 MEASURES: dict[str, Measure] = {}
 NULLS: dict[str, Callable[[ModelResult, Mode], Estimate | None]] = {}
 
 
-def measure(name: str, analysis: str, null: str = "attention") -> Callable[[MeasureFn], MeasureFn]:
+def measure(name: str, analysis: str, null: str = "attention", extra_nulls: tuple[str, ...] = ()
+            ) -> Callable[[MeasureFn], MeasureFn]:
     def deco(fn: MeasureFn) -> MeasureFn:
-        MEASURES[name] = Measure(name, analysis, fn, null)
+        MEASURES[name] = Measure(name, analysis, fn, null, extra_nulls)
         return fn
 
     return deco
+
+
+#: for depth and shape measures: ``fn(result, mode) -> ([sample, ..., layer] values, statistic of their
+#: sentence mean)``, so that :func:`layer_order_null` can recompute the statistic with the layers reordered
+ShapeFn = Callable[[ModelResult, Mode], tuple[np.ndarray, Callable[[np.ndarray], float]] | None]
+LAYER_SHAPES: dict[str, ShapeFn] = {}
+N_LAYER_ORDERS = 200
+LAYER_ORDER = "2.5-97.5 % of the statistic over 200 seeded random layer orders"
+
+
+def layer_order_null(name: str, r: ModelResult, mode: Mode) -> Estimate | None:
+    """The depth statistic ``name`` recomputed on the model's own layer means put in random orders: the
+    shape a model would show if depth did not matter. Its interval is the 2.5-97.5 % range over
+    :data:`N_LAYER_ORDERS` seeded orders, so it meets a claim when almost every order does (as a model
+    whose layers are all alike does)."""
+    got = LAYER_SHAPES[name](r, mode)
+    if got is None:
+        return None
+    x, stat = got
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        m = np.nanmean(np.asarray(x, dtype=float), 0)  # [..., layer]
+        rng = np.random.default_rng(_seed(r) + 7919)
+        draws = np.array([stat(m[..., rng.permutation(m.shape[-1])]) for _ in range(N_LAYER_ORDERS)], dtype=float)
+    ok = draws[~np.isnan(draws)]
+    if ok.size < 0.95 * N_LAYER_ORDERS:
+        return Estimate(math.nan, math.nan, math.nan, n=x.shape[0], interval=LAYER_ORDER, undetermined=True,
+                        detail="undefined in some layer orders")
+    return Estimate(float(np.median(ok)), float(np.quantile(ok, 0.025)), float(np.quantile(ok, 0.975)),
+                    n=x.shape[0], interval=LAYER_ORDER, detail="layers in random order")
+
+
+def shape_measure(name: str, analysis: str, nulls: tuple[str, ...] = ("layer_order",), null: str = "attention"
+                  ) -> Callable[[ShapeFn], ShapeFn]:
+    """Register a depth/shape measure from its ``(values, statistic)``: the bootstrap estimate, the
+    attention null and the layer-order null."""
+    def deco(shape: ShapeFn) -> ShapeFn:
+        def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+            got = shape(r, mode)
+            return None if got is None else boot(got[0], got[1], _seed(r))
+
+        MEASURES[name] = Measure(name, analysis, fn, null, nulls)
+        LAYER_SHAPES[name] = shape
+        return shape
+
+    return deco
+
+
+def region_parts(x: np.ndarray, groups: dict[str, list[int]], seed: int) -> list[list[Any]]:
+    """One ``[label, value, low, high]`` per group of positions along the last axis of ``x``
+    ``[sample, ..., layer]``: the group mean with its bootstrap interval over sentences."""
+    parts: list[list[Any]] = []
+    for k, (label, idx) in enumerate(groups.items()):
+        if not idx:
+            continue
+        e = boot(x[..., idx], lambda m: float(np.nanmean(m)), seed + 101 * (k + 1))
+        parts.append([label, e.value, e.low, e.high])
+    return parts
+
+
+def with_parts(est: Estimate, parts: list[list[Any]], value: float | None = None, detail: str = "") -> Estimate:
+    """``est`` carrying per-part intervals (its value replaced by ``value`` when given)."""
+    lows = [p[2] for p in parts if p[2] is not None and not math.isnan(p[2])]
+    highs = [p[3] for p in parts if p[3] is not None and not math.isnan(p[3])]
+    v = est.value if value is None else value
+    return Estimate(v, min(lows) if lows else est.low, max(highs) if highs else est.high, est.n,
+                    est.interval + "; one interval per part", detail or est.detail, est.undetermined, parts)
 
 
 def _seed(r: ModelResult) -> int:
@@ -151,41 +222,83 @@ def _mass(r: ModelResult, mode: Mode) -> tuple[np.ndarray, list[int]]:
     return r.samples[key][:, layers], layers
 
 
-def _kl_region_measure(name: str, combine: Callable[[dict[str, float]], float]) -> None:
-    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+def _kl_region_shape(combine: Callable[[dict[str, float]], float]
+                     ) -> Callable[[ModelResult, Mode], tuple[np.ndarray, Callable[[np.ndarray], float]]]:
+    def shape(r: ModelResult, mode: Mode) -> tuple[np.ndarray, Callable[[np.ndarray], float]]:
         x, layers = _kl(r, mode)
-        return boot(x, _region_stat(layers, r.n_layers, combine), _seed(r))
+        return x, _region_stat(layers, r.n_layers, combine)
 
-    MEASURES[name] = Measure(name, "information", fn)
+    return shape
 
 
-_kl_region_measure("information.kl_u_contrast", lambda g: min(g["early"], g["late"]) - g["middle"])
-_kl_region_measure("information.kl_three_phase", lambda g: min(g["early"], -g["middle"], -g["late"]))
-_kl_region_measure("information.kl_early_positive_late_negative", lambda g: min(g["early"], -g["late"]))
+shape_measure("information.kl_u_contrast", "information")(
+    _kl_region_shape(lambda g: min(g["early"], g["late"]) - g["middle"]))
+
+
+def _kl_groups(r: ModelResult, mode: Mode, skip_first: bool) -> tuple[np.ndarray, dict[str, list[int]]]:
+    """``([sample, layer], region -> positions)``: the KL reduction and its regions (layer 0 left out of
+    the early region when ``skip_first``)."""
+    x, layers = _kl(r, mode)
+    reg = _regions(layers, r.n_layers)
+    if skip_first:
+        reg["early"] = [i for i in reg["early"] if layers[i] != 0]
+    return x, reg
+
+
+def _kl_regions_fn(skip_first: bool) -> MeasureFn:
+    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+        x, reg = _kl_groups(r, mode, skip_first)
+        parts = region_parts(x, reg, _seed(r))
+        whole = boot(x[:, [i for v in reg.values() for i in v]], lambda m: float(np.nanmean(m)), _seed(r))
+        label = "regions after layer 0" if skip_first else "regions"
+        return with_parts(whole, parts, detail=f"{label}: " + ", ".join(p[0] for p in parts))
+
+    return fn
+
+
+MEASURES["information.kl_regions"] = Measure("information.kl_regions", "information", _kl_regions_fn(False))
+MEASURES["information.kl_regions_after_first"] = Measure(
+    "information.kl_regions_after_first", "information", _kl_regions_fn(True))
+
+
+@measure("information.kl_first_middle_last", "information")
+def kl_first_middle_last(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The first analysed layer, the middle region and the last analysed layer, each with its interval
+    (the U shape of App. G as printed: positive first and final layers, negative middle)."""
+    x, layers = _kl(r, mode)
+    reg = _regions(layers, r.n_layers)
+    groups = {"first layer": [0], "middle": reg["middle"], "last layer": [len(layers) - 1]}
+    parts = region_parts(x, groups, _seed(r))
+    return with_parts(boot(x, lambda m: float(np.nanmean(m)), _seed(r)), parts,
+                      detail=f"layers {layers[0]} and {layers[-1]}, middle third")
+
+
+@measure("information.kl_early_drop_p80_p95", "information", null="none")
+def kl_early_drop_p80_p95(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Relative drop of the early-region KL reduction from the 80th- to the 95th-percentile sink rule:
+    ``1 - early(p95) / early(p80)``."""
+    from ..metrics.information import official_layers
+
+    layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
+    early = _regions(layers, r.n_layers)["early"]
+    keys = [f"p80/{mode}/reduction", f"p95/{mode}/reduction"]
+    if not all(k in r.samples for k in keys) or not early:
+        return None
+    a = r.samples[keys[0]][:, layers][:, early]  # [sample, early layer]
+    b = r.samples[keys[1]][:, layers][:, early]
+    k = a.shape[1]
+
+    def stat(m: np.ndarray) -> float:
+        lo80 = float(np.nanmean(m[:k]))
+        return 1.0 - float(np.nanmean(m[k:])) / lo80 if abs(lo80) > 1e-12 else math.nan
+
+    return boot(np.concatenate([a, b], axis=1), stat, _seed(r))
 
 
 @measure("information.kl_first_layer", "information")
 def kl_first_layer(r: ModelResult, mode: Mode) -> Estimate | None:
     x, _ = _kl(r, mode)
     return boot(x[:, 0], float, _seed(r))
-
-
-@measure("information.kl_max_layer", "information")
-def kl_max_layer(r: ModelResult, mode: Mode) -> Estimate | None:
-    x, _ = _kl(r, mode)
-    return boot(x, lambda m: float(np.nanmax(m)), _seed(r))
-
-
-@measure("information.kl_max_layer_after_first", "information")
-def kl_max_layer_after_first(r: ModelResult, mode: Mode) -> Estimate | None:
-    x, layers = _kl(r, mode)
-    return boot(x[:, 1:], lambda m: float(np.nanmax(m)) if m.size else math.nan, _seed(r))
-
-
-@measure("information.kl_mean_after_first", "information")
-def kl_mean_after_first(r: ModelResult, mode: Mode) -> Estimate | None:
-    x, _ = _kl(r, mode)
-    return boot(x[:, 1:], lambda m: float(np.nanmean(m)) if m.size else math.nan, _seed(r))
 
 
 @measure("information.kl_argmin_layer", "information")
@@ -199,16 +312,28 @@ def kl_argmin_layer(r: ModelResult, mode: Mode) -> Estimate | None:
     return Estimate(int(layers[int(np.nanargmin(m))]), n=x.shape[0], interval="none (a layer index)")
 
 
-@measure("information.concentration_layers", "information")
-def concentration_layers(r: ModelResult, mode: Mode) -> Estimate | None:
-    x, layers = _mass(r, mode)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        m = np.nanmean(x, 0)  # [layer]
-    if np.all(np.isnan(m)):
-        return Estimate(math.nan, n=x.shape[0], undetermined=True)
-    return Estimate(float(np.nanmedian(m)), float(np.nanmin(m)), float(np.nanmax(m)), n=x.shape[0],
-                    interval=LAYER_RANGE, detail=f"{len(layers)} layers")
+def _mass_at(r: ModelResult, mode: Mode, rule: str) -> tuple[np.ndarray, list[int]]:
+    from ..metrics.information import official_layers
+
+    key = f"{rule}/mass_first4" if mode == "faithful" else f"{rule}/mass_all_heads"
+    layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
+    return r.samples[key][:, layers], layers
+
+
+def _concentration_regions(rule: str) -> MeasureFn:
+    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+        x, layers = _mass_at(r, mode, rule)
+        parts = region_parts(x, _regions(layers, r.n_layers), _seed(r))
+        return with_parts(boot(x, lambda m: float(np.nanmean(m)), _seed(r)), parts,
+                          detail=f"region means, {rule} sinks")
+
+    return fn
+
+
+MEASURES["information.concentration_regions"] = Measure(
+    "information.concentration_regions", "information", _concentration_regions("p90"))
+MEASURES["information.concentration_regions_p80"] = Measure(
+    "information.concentration_regions_p80", "information", _concentration_regions("p80"))
 
 
 @measure("information.concentration_max", "information")
@@ -333,7 +458,7 @@ def _thr_mean(x: np.ndarray) -> np.ndarray:
         return np.nanmean(x, axis=1)  # [sample, layer]
 
 
-@measure("spectral.star_likeness", "spectral")
+@measure("spectral.star_likeness", "spectral", extra_nulls=("uniform_graph",))
 def star_likeness(r: ModelResult, mode: Mode) -> Estimate | None:
     return boot(_thr_mean(_graph(r, mode, "star")), lambda m: float(np.nanmean(m)), _seed(r))
 
@@ -343,17 +468,101 @@ def centralization(r: ModelResult, mode: Mode) -> Estimate | None:
     return boot(_thr_mean(_graph(r, mode, "centralization")), lambda m: float(np.nanmean(m)), _seed(r))
 
 
-def _lambda2_region(name: str, combine: Callable[[dict[str, float]], float]) -> None:
+def _ratio_stat(n_layers: int, combine: Callable[[dict[str, float]], float]
+                ) -> Callable[[np.ndarray], float]:
+    """Statistic of ``[threshold, layer]`` means: ``combine`` of the region means at each threshold (a
+    ratio, so that every threshold weighs the same whatever its scale), averaged over the thresholds
+    where it is defined."""
+    reg = stats.layer_regions(n_layers)
+
+    def per_threshold(m: np.ndarray) -> np.ndarray:
+        out = []
+        for row in m:
+            g = {k: float(np.nanmean(row[v])) if v else math.nan for k, v in reg.items()}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                try:
+                    out.append(float(combine(g)))
+                except ZeroDivisionError:
+                    out.append(math.nan)
+        return np.array(out)
+
+    def stat(m: np.ndarray) -> float:
+        v = per_threshold(m)
+        v = v[np.isfinite(v)]
+        return float(v.mean()) if v.size else math.nan
+
+    return stat
+
+
+def _div(a: float, b: float) -> float:
+    return a / b if b > 0 and math.isfinite(a) and math.isfinite(b) else math.nan
+
+
+def _ratio_measure(name: str, metric: str, combine: Callable[[dict[str, float]], float], what: str) -> None:
+    """A region ratio of a graph metric per paper threshold, averaged over thresholds, with the layer-order
+    null and one interval per threshold (so that a profile that reverses at some thresholds shows it)."""
+    from ..metrics.graphs import PAPER_THRESHOLDS
+
+    def shape(r: ModelResult, mode: Mode) -> tuple[np.ndarray, Callable[[np.ndarray], float]]:
+        return _graph(r, mode, metric), _ratio_stat(r.n_layers, combine)  # [sample, threshold, layer]
+
     def fn(r: ModelResult, mode: Mode) -> Estimate | None:
-        x = _thr_mean(_graph(r, mode, "fiedler"))  # [sample, layer]
-        return boot(x, _region_stat(list(range(r.n_layers)), r.n_layers, combine), _seed(r))
+        x, stat = shape(r, mode)
+        est = boot(x, stat, _seed(r))
+        parts: list[list[Any]] = []
+        below: list[str] = []
+        above: list[str] = []
+        for i, t in enumerate(PAPER_THRESHOLDS):
+            e = boot(x[:, i : i + 1], stat, _seed(r) + i + 1)
+            parts.append([f"{t:g}", e.value, e.low, e.high])
+            v = float(e.value)
+            if not math.isnan(v):
+                (above if v >= 1 else below).append(f"{t:g}")
+        detail = (f"{what}, mean over thresholds of the per-threshold ratio; ratio >= 1 at t = "
+                  f"{', '.join(above) or 'none'}, < 1 at t = {', '.join(below) or 'none'}")
+        return Estimate(est.value, est.low, est.high, est.n, est.interval, detail, est.undetermined, parts)
 
-    MEASURES[name] = Measure(name, "spectral", fn)
+    MEASURES[name] = Measure(name, "spectral", fn, "attention", ("layer_order",))
+    LAYER_SHAPES[name] = shape
 
 
-_lambda2_region("spectral.lambda2_peak", lambda g: g["middle"] - max(g["early"], g["late"]))
-_lambda2_region("spectral.lambda2_dip", lambda g: min(g["early"], g["late"]) - g["middle"])
-_lambda2_region("spectral.lambda2_late_minus_early", lambda g: g["late"] - g["early"])
+_ratio_measure("spectral.lambda2_peak_ratio", "fiedler",
+               lambda g: min(_div(g["middle"], g["early"]), _div(g["middle"], g["late"])),
+               "min(middle / early, middle / late) of the layer-mean algebraic connectivity")
+_ratio_measure("spectral.lambda2_dip_ratio", "fiedler",
+               lambda g: min(_div(g["early"], g["middle"]), _div(g["late"], g["middle"])),
+               "min(early / middle, late / middle) of the layer-mean algebraic connectivity")
+_ratio_measure("spectral.lambda2_middle_over_early", "fiedler", lambda g: _div(g["middle"], g["early"]),
+               "middle / early layer-mean algebraic connectivity")
+_ratio_measure("spectral.lambda2_late_over_early", "fiedler", lambda g: _div(g["late"], g["early"]),
+               "late / early layer-mean algebraic connectivity")
+_ratio_measure("spectral.star_peak_ratio", "star",
+               lambda g: min(_div(g["middle"], g["early"]), _div(g["middle"], g["late"])),
+               "min(middle / early, middle / late) of the layer-mean star-likeness")
+_ratio_measure("spectral.centralization_peak_ratio", "centralization",
+               lambda g: min(_div(g["middle"], g["early"]), _div(g["middle"], g["late"])),
+               "min(middle / early, middle / late) of the layer-mean degree centralization")
+
+
+@measure("spectral.star_likeness_layers", "spectral", extra_nulls=("uniform_graph",))
+def star_likeness_layers(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Star-likeness per layer (mean over the paper's thresholds), one interval per layer: "above 0.53
+    across layers" is refuted by one layer below."""
+    x = _thr_mean(_graph(r, mode, "star"))  # [sample, layer]
+    parts = region_parts(x, {f"layer {i}": [i] for i in range(x.shape[1])}, _seed(r))
+    whole = boot(x, lambda m: float(np.nanmin(m)), _seed(r))
+    return with_parts(whole, parts, detail="the lowest layer mean is the value")
+
+
+@measure("spectral.centralization_middle_max", "spectral")
+def centralization_middle_max(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The largest middle-layer mean degree centralization (mean over the paper's thresholds)."""
+    x = _thr_mean(_graph(r, mode, "centralization"))  # [sample, layer]
+    mid = stats.layer_regions(r.n_layers)["middle"]
+    if not mid:
+        return None
+    return boot(x[:, mid], lambda m: float(np.nanmax(m)), _seed(r))
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:
@@ -381,6 +590,31 @@ def _layer_corr(other: str) -> MeasureFn:
     return fn
 
 
+def _corr_by_threshold(other: str) -> MeasureFn:
+    """The across-layer correlation at each paper threshold, each with its own interval (Bonferroni over
+    the seven thresholds), as parts: a sign claim is decided at the thresholds it names."""
+    from ..metrics.graphs import PAPER_THRESHOLDS
+
+    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+        f, o = _graph(r, mode, "fiedler"), _graph(r, mode, other)  # [sample, threshold, layer]
+        level = 1 - 0.05 / len(PAPER_THRESHOLDS)
+        parts = []
+        for i, t in enumerate(PAPER_THRESHOLDS):
+            x = np.concatenate([f[:, i], o[:, i]], axis=1)  # [sample, 2 * layer]
+            e = boot(x, _split_pearson(f.shape[2]), _seed(r) + i, level=level)
+            parts.append([f"{t:g}", e.value, e.low if not e.undetermined else math.nan,
+                          e.high if not e.undetermined else math.nan])
+        whole = _layer_corr(other)(r, mode)
+        assert whole is not None
+        return Estimate(whole.value, whole.low, whole.high, whole.n,
+                        "per threshold: 99.3 % bootstrap over sentences (Bonferroni over 7)",
+                        "r across layers at each threshold; the value is their mean", whole.undetermined, parts)
+
+    return fn
+
+
+MEASURES["spectral.r_fiedler_centralization_by_threshold"] = Measure(
+    "spectral.r_fiedler_centralization_by_threshold", "spectral", _corr_by_threshold("centralization"))
 MEASURES["spectral.r_fiedler_centralization"] = Measure(
     "spectral.r_fiedler_centralization", "spectral", _layer_corr("centralization"))
 MEASURES["spectral.r_fiedler_degree_variance"] = Measure(
@@ -477,18 +711,26 @@ def betti0_range(r: ModelResult, mode: Mode) -> Estimate | None:
     return boot(x, lambda m: float(np.nanmax(m) - np.nanmin(m)), _seed(r))
 
 
-def _late_minus_early(what: str) -> MeasureFn:
-    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+def _late_minus_early(what: str) -> Callable[[ModelResult, Mode], tuple[np.ndarray, Callable[[np.ndarray], float]]]:
+    def shape(r: ModelResult, mode: Mode) -> tuple[np.ndarray, Callable[[np.ndarray], float]]:
         x, layers = _topo(r, mode, what)
-        return boot(x, _region_stat(layers, r.n_layers, lambda g: g["late"] - g["early"]), _seed(r))
+        return x, _region_stat(layers, r.n_layers, lambda g: g["late"] - g["early"])
 
-    return fn
+    return shape
 
 
-MEASURES["topology.persistence_late_minus_early"] = Measure(
-    "topology.persistence_late_minus_early", "topology", _late_minus_early("persistence"))
-MEASURES["topology.betti1_late_minus_early"] = Measure(
-    "topology.betti1_late_minus_early", "topology", _late_minus_early("h1"))
+shape_measure("topology.persistence_late_minus_early", "topology")(_late_minus_early("persistence"))
+shape_measure("topology.betti1_late_minus_early", "topology")(_late_minus_early("h1"))
+
+
+@measure("topology.betti1_early", "topology")
+def betti1_early(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Mean H1 count of the early third of the layers."""
+    x, layers = _topo(r, mode, "h1")
+    early = _regions(layers, r.n_layers)["early"]
+    if not early:
+        return None
+    return boot(x[:, early], lambda m: float(np.nanmean(m)), _seed(r))
 
 
 def _head_shares(r: ModelResult, mode: Mode) -> tuple[float, float, int]:
@@ -510,32 +752,104 @@ def _head_shares(r: ModelResult, mode: Mode) -> tuple[float, float, int]:
     return first, last, len(spec)
 
 
+def _position_hits(r: ModelResult, layers: list[int], where: str) -> np.ndarray:
+    """``[sample, head]`` 1 where a head's most-received key (corrected) is the first (``where="first"``)
+    or the last token of the sentence, over the heads of ``layers``."""
+    top = r.samples["corrected_top"][:, layers]  # [sample, layer, head]
+    n = np.asarray(r.samples["n_tokens"]).astype(int).reshape(-1, 1, 1)
+    hit = top == 0 if where == "first" else top == n - 1
+    return hit.reshape(top.shape[0], -1).astype(float)
+
+
+def _fixed_share(min_consistency: float) -> Callable[[np.ndarray], float]:
+    return lambda m: float(np.mean(m >= min_consistency - 1e-12))
+
+
 @measure("topology.first_token_heads", "topology")
 def first_token_heads(r: ModelResult, mode: Mode) -> Estimate | None:
-    first, _, n = _head_shares(r, mode)
-    return Estimate(first, n=n, interval="none (share of heads)", detail=f"{n} heads of the official layers")
+    """Share of heads (official analysed layers) fixed on the first token; corrected: in at least 90 % of
+    sentences, with a bootstrap interval over sentences (the official rule has none)."""
+    if mode == "faithful":
+        first, _, n = _head_shares(r, mode)
+        return Estimate(first, n=n, interval="none (share of heads, official rule)",
+                        detail=f"{n} heads of the official layers")
+    from ..analyses.topology import CLAIM_RULES, analysed_layers
+
+    x = _position_hits(r, analysed_layers(r), "first")
+    est = boot(x, _fixed_share(CLAIM_RULES["bos_min_consistency"]), _seed(r))
+    return Estimate(est.value, est.low, est.high, est.n, est.interval, f"{x.shape[1]} heads of the official layers",
+                    est.undetermined)
 
 
-@measure("topology.end_anchor_heads", "topology")
-def end_anchor_heads(r: ModelResult, mode: Mode) -> Estimate | None:
-    first, last, n = _head_shares(r, mode)
-    return Estimate(min(first, last), n=n, interval="none (share of heads)",
-                    detail=f"first token {first:.2f}, last token {last:.2f} of {n} heads")
+@measure("topology.end_anchor_regions", "topology")
+def end_anchor_regions(r: ModelResult, mode: Mode) -> Estimate | None:
+    """App. H's bipolar pattern as printed: the share of early-layer heads fixed on the first token and the
+    share of middle- and late-layer heads fixed on the last token, each a part with its interval
+    (corrected; the official rule keeps no per-sentence positions)."""
+    if mode == "faithful":
+        return None
+    from ..analyses.topology import CLAIM_RULES
+
+    reg = stats.layer_regions(r.n_layers)
+    stat = _fixed_share(CLAIM_RULES["bos_min_consistency"])
+    parts: list[list[Any]] = []
+    for k, (label, layers, where) in enumerate((("early: first token", reg["early"], "first"),
+                                                ("middle and late: last token", reg["middle"] + reg["late"], "last"))):
+        if not layers:
+            continue
+        e = boot(_position_hits(r, layers, where), stat, _seed(r) + k)
+        parts.append([label, e.value, e.low, e.high])
+    if not parts:
+        return None
+    return Estimate(min(float(p[1]) for p in parts), min(float(p[2]) for p in parts),
+                    max(float(p[3]) for p in parts), r.n_sentences, BOOT + "; one interval per part",
+                    "the smaller share is the value", parts=parts)
+
+
+@measure("topology.the_heads", "topology")
+def the_heads(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Share of heads (official layers) whose official specialized token is the word "the" (any case,
+    with or without a leading space marker), as App. J counts it; the official rule has no interval."""
+    from ..analyses.topology import head_specialization
+
+    spec = head_specialization(r)
+    col = "faithful token" if mode == "faithful" else "token"
+    words = spec[col].astype(str).str.replace("\u0120", "", regex=False).str.replace("\u2581", "", regex=False)
+    share = float((words.str.strip().str.lower() == "the").mean())
+    return Estimate(share, n=len(spec), interval="none (share of heads)", detail=f"{len(spec)} heads")
 
 
 # ----------------------------------------------------------------------------- softmax geometry (chapter 2)
 
+#: a layer is "concentrated" when at least this share of its rows holds a majority on one key
+MOST_ROWS = 0.5
+
+
 @measure("softmax.near_vertex_on_first", "softmax_geometry")
 def near_vertex_on_first(r: ModelResult, mode: Mode) -> Estimate | None:
+    """min(share of layers where most rows hold a majority on one key, share of those rows on position 0),
+    with a bootstrap interval over sentences (the rule of ``analyses.softmax_geometry.claim_evidence``)."""
     if mode == "faithful":
         return None
-    from ..analyses.softmax_geometry import claim_evidence
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        nv = np.nanmean(r.samples["near_vertex"], axis=-1)  # [sample, layer]
+        nf = np.nanmean(r.samples["near_first_vertex"], axis=-1)  # [sample, layer]
+    k = nv.shape[1]
 
-    ev = claim_evidence(r)
-    return Estimate(min(float(ev["concentrated_layers"]), float(ev["on_first"])), n=r.n_sentences,
-                    interval="none (shares of layers and rows)",
-                    detail=(f"{ev['concentrated_layers']:.2f} of layers concentrated, "
-                            f"{ev['on_first']:.2f} of concentrated rows on position 0"))
+    def stat(m: np.ndarray) -> float:
+        near, first = m[:k], m[k:]
+        conc = float((near >= MOST_ROWS).mean())
+        on_first = float(first.mean() / near.mean()) if near.mean() > 0 else 0.0
+        return min(conc, on_first)
+
+    est = boot(np.concatenate([nv, nf], axis=1), stat, _seed(r))
+    m = np.nanmean(np.concatenate([nv, nf], axis=1), 0)
+    conc = float((m[:k] >= MOST_ROWS).mean())
+    on_first = float(m[k:].mean() / m[:k].mean()) if m[:k].mean() > 0 else 0.0
+    return Estimate(est.value, est.low, est.high, est.n, est.interval,
+                    f"{conc:.2f} of layers concentrated, {on_first:.2f} of concentrated rows on position 0",
+                    est.undetermined)
 
 
 # ----------------------------------------------------------------------------- value space (chapter 6)
@@ -559,19 +873,28 @@ def sink_cosine_excess(r: ModelResult, mode: Mode) -> Estimate | None:
     return boot(x, lambda m: float(np.nanmean(m)), _seed(r))
 
 
-@measure("values.entropy_last_minus_first", "geometry_values", null="zero")
-def entropy_last_minus_first(r: ModelResult, mode: Mode) -> Estimate | None:
-    return boot(_values(r, mode, "entropy"), lambda m: float(m[-1] - m[0]), _seed(r))
+def _values_shape(name: str, stat: Callable[[np.ndarray], float]
+                  ) -> Callable[[ModelResult, Mode], tuple[np.ndarray, Callable[[np.ndarray], float]]]:
+    return lambda r, mode: (_values(r, mode, name), stat)
 
 
-@measure("values.magnitude_last_minus_first", "geometry_values", null="zero")
-def magnitude_last_minus_first(r: ModelResult, mode: Mode) -> Estimate | None:
-    return boot(_values(r, mode, "magnitude"), lambda m: float(m[-1] - m[0]), _seed(r))
+shape_measure("values.entropy_last_minus_first", "geometry_values", null="zero")(
+    _values_shape("entropy", lambda m: float(m[-1] - m[0])))
+shape_measure("values.magnitude_last_minus_first", "geometry_values", null="zero")(
+    _values_shape("magnitude", lambda m: float(m[-1] - m[0])))
+shape_measure("values.alignment_last", "geometry_values", null="zero")(
+    _values_shape("alignment", lambda m: float(m[-1])))
+shape_measure("values.alignment_last_minus_first", "geometry_values", null="zero")(
+    _values_shape("alignment", lambda m: float(m[-1] - m[0])))
 
 
-@measure("values.alignment_last", "geometry_values", null="zero")
-def alignment_last(r: ModelResult, mode: Mode) -> Estimate | None:
-    return boot(_values(r, mode, "alignment"), lambda m: float(m[-1]), _seed(r))
+@measure("values.alignment_first_last", "geometry_values", null="zero")
+def alignment_first_last(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The first and the last layer's geometric-semantic alignment, each a part with its interval."""
+    x = _values(r, mode, "alignment")  # [sample, layer]
+    parts = region_parts(x, {"first layer": [0], "last layer": [x.shape[1] - 1]}, _seed(r))
+    return with_parts(boot(x, lambda m: float(m[-1] - m[0]), _seed(r)), parts,
+                      detail="the value is last minus first")
 
 
 NULLS["unit_ratio"] = lambda r, mode: Estimate(1.0, interval="none (analytic)",

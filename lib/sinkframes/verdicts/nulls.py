@@ -59,8 +59,11 @@ def null_summaries(result: ModelResult, reducer: Any, make: Any = uniform_attent
     return out
 
 
-def null_result(result: ModelResult) -> ModelResult:
-    """The analysis of ``result`` recomputed on uniform attention (same record, lengths and parameters)."""
+def null_result(result: ModelResult, graph: str = "dense") -> ModelResult:
+    """The analysis of ``result`` recomputed on uniform attention (same record, lengths and parameters).
+    For the threshold graphs ``graph`` picks the input: ``"dense"`` (every allowed edge at every threshold)
+    or ``"uniform"`` (uniform attention thresholded like the model's: at ``t`` a row keeps its keys while
+    ``1 / n >= t``)."""
     rec = {**result.record, "ref": f"null:{result.ref}"}
     seed = int(result.params.get("seed", 0))
     if result.analysis == "frames":
@@ -77,8 +80,8 @@ def null_result(result: ModelResult) -> ModelResult:
         from ..analyses import spectral
         from ..metrics.graphs import SpectralReducer
 
-        r = spectral.spectra_from_summaries(rec, null_summaries(result, SpectralReducer(per_head=False),
-                                                                dense_attention))
+        make = dense_attention if graph == "dense" else uniform_attention
+        r = spectral.spectra_from_summaries(rec, null_summaries(result, SpectralReducer(per_head=False), make))
         r.params["seed"] = seed
     elif result.analysis == "topology":
         from ..analyses import topology
@@ -99,5 +102,6 @@ def null_result(result: ModelResult) -> ModelResult:
         r = softmax_geometry.simplex_from_summaries(rec, null_summaries(result, SimplexSummaryReducer()), seed=seed)
     else:
         raise ValueError(f"no attention null for analysis {result.analysis!r}")
-    r.params = {**result.params, **r.params, "null": "uniform attention"}
+    r.params = {**result.params, **r.params,
+                "null": "dense graph" if result.analysis == "spectral" and graph == "dense" else "uniform attention"}
     return r

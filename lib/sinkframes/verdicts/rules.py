@@ -108,7 +108,56 @@ def flip_within(est: Estimate, low: float, high: float) -> tuple[str, str]:
     return (SUPPORTED if ok else NOT_SUPPORTED), test
 
 
+def _every(est: Estimate, rule: Rule, at: list[str] | None, **params: Any) -> tuple[str, str]:
+    """``rule`` on each part of ``est`` (those labelled in ``at``, when given): supported when every part
+    is, not supported when any part is not; a claim about every layer or region is refuted by one."""
+    parts = [(lbl, e) for lbl, e in est.part_estimates() if at is None or lbl in at]
+    if not parts:
+        status, test = rule(est, **params)
+        return (status if est.parts == [] else INCONCLUSIVE), test
+    results = [(lbl, *rule(e, **params)) for lbl, e in parts]
+    test = f"every part's {results[0][2]}" + (f" (parts {', '.join(at)})" if at is not None else "")
+    statuses = [s for _, s, _ in results]
+    if NOT_SUPPORTED in statuses:
+        return NOT_SUPPORTED, test
+    if all(s == SUPPORTED for s in statuses):
+        return SUPPORTED, test
+    return INCONCLUSIVE, test
+
+
+def every_below(est: Estimate, threshold: float, at: list[str] | None = None) -> tuple[str, str]:
+    """:func:`below` on every part (layer, region or threshold) of ``est``."""
+    return _every(est, below, at, threshold=threshold)
+
+
+def every_above(est: Estimate, threshold: float, at: list[str] | None = None) -> tuple[str, str]:
+    """:func:`above` on every part of ``est``."""
+    return _every(est, above, at, threshold=threshold)
+
+
+def every_within(est: Estimate, low: float, high: float, at: list[str] | None = None) -> tuple[str, str]:
+    """:func:`within` on every part of ``est``: one part wholly outside ``[low, high]`` refutes it."""
+    return _every(est, within, at, low=low, high=high)
+
+
+def each_within(est: Estimate, ranges: Mapping[str, list[float]]) -> tuple[str, str]:
+    """Each labelled part inside its own ``[low, high]`` (e.g. a value printed per region)."""
+    by = dict(est.part_estimates())
+    missing = [k for k in ranges if k not in by]
+    test = "each part inside its own range: " + "; ".join(f"{k} [{lo:.4g}, {hi:.4g}]" for k, (lo, hi) in ranges.items())
+    if missing:
+        return INCONCLUSIVE, test
+    statuses = [within(by[k], lo, hi)[0] for k, (lo, hi) in ranges.items()]
+    if NOT_SUPPORTED in statuses:
+        return NOT_SUPPORTED, test
+    return (SUPPORTED if all(s == SUPPORTED for s in statuses) else INCONCLUSIVE), test
+
+
 RULES: dict[str, Rule] = {
+    "every_below": every_below,
+    "every_above": every_above,
+    "every_within": every_within,
+    "each_within": each_within,
     "above": above,
     "below": below,
     "within": within,
@@ -125,13 +174,33 @@ def apply(rule: str, est: Estimate, params: Mapping[str, Any]) -> tuple[str, str
     return RULES[rule](est, **params)
 
 
+def describe(rule: str, params: Mapping[str, Any]) -> str:
+    """The rule in words, as a page prints it (``interval inside [0.765, 0.895]``), never a dict."""
+    labels = list(params.get("at") or ["part"])
+    probe = Estimate("x") if rule == "equals" else Estimate(0.0, parts=[[k, 0.0, 0.0, 0.0] for k in labels])
+    return apply(rule, probe, params)[1]
+
+
 def decide(rule: str, params: Mapping[str, Any], est: Estimate, null: Estimate | None) -> tuple[str, str, str]:
-    """``(status, null status, test)``: the rule on the model's estimate, and "not diagnostic" when the
-    null meets the claim too."""
+    """``(status, null status, test)``: the rule on the model's estimate; "not diagnostic" only when the
+    model meets the claim *and* the null meets it too. A model that fails the claim is "not supported"
+    whatever the null does: a failure where a structureless input passes is a refutation, not a
+    lack of diagnosticity."""
     status, test = apply(rule, est, params)
     if null is None:
         return status, "", test
     null_status, _ = apply(rule, null, params)
-    if null_status == SUPPORTED:
+    if status == SUPPORTED and null_status == SUPPORTED:
         return NOT_DIAGNOSTIC, null_status, test
     return status, null_status, test
+
+
+def decide_all(rule: str, params: Mapping[str, Any], est: Estimate, nulls: list[tuple[str, Estimate | None]]
+               ) -> tuple[str, list[tuple[str, Estimate, str]], str]:
+    """:func:`decide` against several nulls: ``(status, [(null name, null estimate, its status)], test)``.
+    A model that meets the claim is "not diagnostic" when any null meets it too."""
+    status, test = apply(rule, est, params)
+    rows = [(name, n, apply(rule, n, params)[0]) for name, n in nulls if n is not None]
+    if status == SUPPORTED and any(s == SUPPORTED for _, _, s in rows):
+        status = NOT_DIAGNOSTIC
+    return status, rows, test

@@ -28,6 +28,8 @@ class Estimate:
     ``value`` is a number or a category; ``low``/``high`` bound it (``interval`` says what they are:
     a 95 % bootstrap interval over sentences, a range over layers, or none for a population value);
     ``undetermined`` marks an estimate the data cannot pin down (a rule then says inconclusive).
+    ``parts`` holds, for a claim about every layer, region or threshold, one ``[label, value, low, high]``
+    per part, each with its own interval; the part-wise rules (``every_*``) decide on them.
     """
 
     value: float | str
@@ -37,6 +39,15 @@ class Estimate:
     interval: str = ""
     detail: str = ""
     undetermined: bool = False
+    parts: list[list[Any]] = field(default_factory=list)
+
+    def part_estimates(self) -> list[tuple[str, Estimate]]:
+        """``(label, Estimate)`` per part; NaN bounds leave a part undetermined."""
+        out = []
+        for label, value, low, high in self.parts:
+            bad = any(x is None or (isinstance(x, float) and math.isnan(x)) for x in (value, low, high))
+            out.append((str(label), Estimate(value, low, high, self.n, self.interval, undetermined=bad)))
+        return out
 
     def bounds(self) -> tuple[float, float]:
         """``(low, high)``; a point value without interval is its own bound."""
@@ -52,6 +63,10 @@ class Estimate:
         if self.low is None or self.high is None or (self.low == self.high == self.value):
             return _num(self.value)
         return f"{_num(self.value)} [{_num(self.low)}, {_num(self.high)}]"
+
+    def parts_text(self) -> str:
+        """``label: value [low, high]`` per part, ``; ``-separated ('' without parts)."""
+        return "; ".join(f"{label}: {e.text()}" for label, e in self.part_estimates())
 
 
 def _num(x: float | None) -> str:
@@ -91,6 +106,14 @@ class Verdict:
         return cls(**{**d, "estimate": est, "null": null})
 
 
+def null_text(v: Verdict) -> str:
+    """Every null run beside the model, with what the rule said of each (the deciding one first)."""
+    nulls = v.extra.get("nulls") or []
+    if not nulls:
+        return f"{v.null.text()} ({v.null_status})" if v.null is not None else ""
+    return "; ".join(f"{n['name']}: {Estimate(**n['estimate']).text()} ({n['status']})" for n in nulls)
+
+
 def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
     """One row per claim and model, the two questions side by side (the one rendering of verdicts)."""
     from ..paper import CLAIMS_BY_ID
@@ -103,7 +126,7 @@ def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
         })
         row[f"{v.question}?"] = v.status
         row[f"{v.question}: ours"] = v.estimate.text() if v.estimate else ""
-        row[f"{v.question}: null"] = (f"{v.null.text()} ({v.null_status})" if v.null else "")
+        row[f"{v.question}: null"] = null_text(v)
         row[f"{v.question}: rule"] = v.test or v.reason
     cols = ["claim", "model", "quantity", "paper"]
     for q in QUESTIONS:
@@ -135,7 +158,7 @@ def verdict_lines(verdicts: list[Verdict]) -> str:
             if v.test:
                 body += f"; rule: {v.test}"
             if v.null is not None:
-                body += f"; null {v.null.text()} ({v.null_status})"
+                body += f"; null {null_text(v)}"
             if v.reason:
                 body += f"; {v.reason}"
             parts.append(body)
