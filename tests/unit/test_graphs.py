@@ -10,8 +10,9 @@ import pytest
 import scipy.sparse.linalg as sla
 import torch
 
+from sinkframes.metrics import arpack
 from sinkframes.metrics import graphs as g
-from sinkframes.metrics.arpack import RESTART_SEED, CsrOperator, eigsh_smallest
+from sinkframes.metrics.arpack import RESTART_SEED, eigsh_smallest
 from tests.attention_cases import causal_first_sink, causal_uniform, previous_token, stack
 
 N = 8
@@ -361,9 +362,14 @@ def test_sentence_paths_equal_threshold_graph_metrics():
         g.head_degree_metrics(torch.zeros(3, 4), True, 0.1)
 
 
-def test_arpack_tight_loop_equals_eigsh_bit_for_bit():
-    """``metrics.arpack.eigsh_smallest`` runs eigsh's own parameter object in its own loop: the same
-    eigenvalues, bit for bit, on connected and disconnected Laplacians of several sizes."""
+def _seeded_restarts() -> dict:
+    """``eigsh``'s generator of ARPACK's restarts, seeded as ``metrics.arpack`` seeds it (SciPy >= 1.17)."""
+    return {"rng": np.random.default_rng(RESTART_SEED)} if arpack._eigsh_takes_rng() else {}
+
+
+def test_arpack_is_eigsh_from_the_given_start():
+    """``metrics.arpack.eigsh_smallest`` is the public ``eigsh(which="SM")`` from the given start vector, with
+    seeded restarts: the same eigenvalues, bit for bit, on connected and disconnected Laplacians."""
     from scipy.sparse import csr_matrix
 
     rng = np.random.default_rng(9)
@@ -375,9 +381,9 @@ def test_arpack_tight_loop_equals_eigsh_bit_for_bit():
         np.fill_diagonal(w, 0.0)
         lap = csr_matrix(np.diag(w.sum(1)) - w)
         v0 = g.arpack_start(n)
-        expected = sla.eigsh(lap, k=3, which="SM", v0=v0, return_eigenvectors=False,
-                             rng=np.random.default_rng(RESTART_SEED))
+        expected = sla.eigsh(lap, k=3, which="SM", v0=v0, return_eigenvectors=False, **_seeded_restarts())
         assert np.array_equal(eigsh_smallest(lap, 3, v0), expected)
+        assert np.array_equal(arpack.eigsh_smallest_dense(lap.toarray(), 3, v0), expected)
 
 
 def test_reducer_refuses_nonfinite_attention():
@@ -389,10 +395,9 @@ def test_reducer_refuses_nonfinite_attention():
         g.SpectralReducer()(att, True)
 
 
-def test_arpack_through_the_fast_operator_gives_what_it_gives_on_the_csr_matrix():
-    """``arpack_smallest`` drives ARPACK with the products of ``csr_matrix @ x`` written into its work array
-    (``metrics.arpack``), so ARPACK takes the same steps as in ``eigsh`` and returns the same eigenvalues,
-    bit for bit, on disconnected graphs."""
+def test_arpack_smallest_is_eigsh_on_the_csr_matrix():
+    """``arpack_smallest`` gives ``eigsh``'s eigenvalues on the sparse Laplacian, bit for bit, sorted and with
+    those within ``ZERO_EIGENVALUE_TOL`` of 0 set to 0, on disconnected graphs."""
     from scipy.sparse import csr_matrix
 
     rng = np.random.default_rng(4)
@@ -404,11 +409,71 @@ def test_arpack_through_the_fast_operator_gives_what_it_gives_on_the_csr_matrix(
         np.fill_diagonal(w, 0.0)
         lap = np.diag(w.sum(1)) - w
         plain = sla.eigsh(csr_matrix(lap), k=3, which="SM", v0=g.arpack_start(n), return_eigenvectors=False,
-                          rng=np.random.default_rng(RESTART_SEED))
+                          **_seeded_restarts())
         plain = np.sort(plain)
         expected = np.where(np.abs(plain) < g.ZERO_EIGENVALUE_TOL, 0.0, plain)
         assert np.array_equal(g.arpack_smallest(lap), expected)
-        x = rng.standard_normal(n)
-        op = CsrOperator(csr_matrix(lap))
-        assert np.array_equal(op.matvec(x), csr_matrix(lap) @ x)
-        assert np.array_equal(op.matvec(x[:, None]).ravel(), csr_matrix(lap) @ x)  # a column goes the public way
+
+
+def test_arpack_on_a_scipy_without_a_restart_generator(monkeypatch):
+    """Before SciPy 1.17 ``eigsh`` takes no ``rng``: the same call without it, the same eigenvalues wherever
+    ARPACK needs no restart (its own generator draws the restarts there)."""
+    def eigsh_before_1_17(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=None, tol=0,
+                          return_eigenvectors=True, Minv=None, OPinv=None, mode="normal"):
+        return sla.eigsh(A, k=k, which=which, v0=v0, return_eigenvectors=return_eigenvectors)
+
+    rng = np.random.default_rng(5)
+    b = (rng.random((70, 70)) > 0.9).astype(float)
+    w = 0.5 * (b + b.T)
+    np.fill_diagonal(w, 0.0)
+    lap = np.diag(w.sum(1)) - w
+    v0 = g.arpack_start(70)
+    now = arpack.eigsh_smallest_dense(lap, 3, v0)
+    arpack._eigsh_takes_rng.cache_clear()
+    monkeypatch.setattr(arpack, "eigsh", eigsh_before_1_17)
+    try:
+        assert not arpack._eigsh_takes_rng()
+        assert np.array_equal(arpack.eigsh_smallest_dense(lap, 3, v0), now)
+    finally:
+        monkeypatch.undo()
+        arpack._eigsh_takes_rng.cache_clear()
+
+
+def test_reducer_above_fifty_tokens_gives_eigenvalues_of_the_dense_spectrum():
+    """A random sentence of 64 tokens through ``SpectralReducer`` (ARPACK for the laplacian variant): every
+    Fiedler value and the third eigenvalue are eigenvalues of the graph's Laplacian as numpy's dense
+    ``eigvalsh`` finds them; on connected graphs they are its lambda2 and lambda3, and the dense variants'
+    lambda2 is numpy's everywhere."""
+    from sinkframes.threads import single_torch_thread
+
+    L, H, n = 3, 2, 64
+    gen = torch.Generator().manual_seed(7)
+    logits = 2.0 * torch.randn(L, H, n, n, generator=gen)
+    logits[..., 0] += 3.0
+    logits = logits.masked_fill(~torch.tril(torch.ones(n, n, dtype=torch.bool)), float("-inf"))
+    att = torch.softmax(logits, -1)
+    with single_torch_thread():  # no helper processes: everything here
+        out = g.SpectralReducer(per_head=False)(att, True)
+    mean = att.mean(1).numpy()  # float32, compared with float32 thresholds as the reducer does
+    arpack_graphs = 0
+    for ti, t in enumerate(g.ALL_THRESHOLDS):
+        for layer in range(L):
+            b = (mean[layer] > np.float32(t)).astype(float)
+            if b.sum() < 2:
+                continue
+            off = b - np.diag(np.diag(b))
+            half = 0.5 * (off + off.T)
+            either = np.maximum(off, off.T)
+            dense = np.linalg.eigvalsh(np.diag(half.sum(1)) - half)  # (B + B^T) / 2
+            lam2 = float(out["laplacian/fiedler"][ti, layer])
+            lam3 = lam2 + float(out["laplacian/spectral_gap"][ti, layer])
+            for value in (lam2, lam3):
+                assert np.abs(dense - value).min() < 1e-9, (t, layer, value)
+            if dense[1] > g.ZERO_EIGENVALUE_TOL:  # connected: the dense answer stands
+                assert lam2 == pytest.approx(dense[1], abs=1e-9) and lam3 == pytest.approx(dense[2], abs=1e-9)
+            else:
+                arpack_graphs += 1
+            assert float(out["fiedler/fiedler"][ti, layer]) == pytest.approx(max(dense[1], 0.0), abs=1e-9)
+            corrected = np.linalg.eigvalsh(np.diag(either.sum(1)) - either)
+            assert float(out["corrected/lambda2"][ti, layer]) == pytest.approx(max(corrected[1], 0.0), abs=1e-9)
+    assert arpack_graphs > 0  # the case reaches ARPACK

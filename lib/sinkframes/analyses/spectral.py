@@ -14,6 +14,10 @@ at every paper threshold. The rest turns them into tables (``result.tables(mode)
   snapshots (the shallow-copy defect), regions as thirds of those lists, across-layer
   correlations of layer means, and ``fiedler.ipynb``'s across-sample correlations on its
   threshold list with 0.5 for 0.05, misaligned after empty graphs, summarized by mean r and mean p.
+
+In both modes a Fiedler value that is the same in every sentence (or layer) up to round-off
+(``stats.ROUNDOFF_TOL``) is constant: no correlation is computed with it, and the tables count the
+layer-metric pairs so left out (``constant Fiedler layers``, ``round-off only``).
 """
 
 from __future__ import annotations
@@ -195,13 +199,21 @@ def region_peaks(ms: ModelResult, metric: str, thresholds: Sequence[float] = PAP
 
 
 def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson r between matching rows of ``x`` and ``y`` ``[..., k]`` (NaN when either is constant)."""
+    """Pearson r between matching rows of ``x`` and ``y`` ``[..., k]``: NaN when either is constant up to
+    round-off (``stats.constant_up_to_roundoff``), and where either has a NaN."""
     xc = x - x.mean(-1, keepdims=True)
     yc = y - y.mean(-1, keepdims=True)
     den = np.sqrt((xc**2).sum(-1) * (yc**2).sum(-1))
     with np.errstate(divide="ignore", invalid="ignore"):
         r = (xc * yc).sum(-1) / den
-    return np.where(den > 1e-12, r, np.nan)
+    constant = stats.constant_up_to_roundoff(x) | stats.constant_up_to_roundoff(y)
+    return np.where(constant | ~(den > 0), np.nan, r)
+
+
+def _roundoff_pairs(fiedler: np.ndarray, metric: np.ndarray) -> np.ndarray:
+    """Where the Fiedler series (rows ``[..., k]``) is constant up to round-off while the metric's is not:
+    the pairs that only a correlation of the eigensolver's round-off would fill (none is computed)."""
+    return stats.constant_up_to_roundoff(fiedler) & ~stats.constant_up_to_roundoff(metric)
 
 
 def fiedler_correlations(ms: ModelResult, thresholds: Sequence[float] = PAPER_THRESHOLDS, seed: int = 0,
@@ -215,7 +227,10 @@ def fiedler_correlations(ms: ModelResult, thresholds: Sequence[float] = PAPER_TH
 
     ``disconnected`` is the share of graphs (sentence x layer) at that threshold whose lambda2 is 0:
     their Fiedler value carries no information, and a correlation over them is undefined (NaN) when
-    the series is constant.
+    the series is constant. ``constant Fiedler layers`` counts the layers whose lambda2 is the same in
+    every sentence up to round-off (``stats.ROUNDOFF_TOL``, at 0 or at any other value, such as 1 for
+    one-way stars) while the metric varies: no correlation is computed there, since it would correlate
+    the eigensolver's round-off, and the median leaves them out.
     """
     lam = at(ms, "corrected/lambda2", thresholds)  # [sample, t, layer]
     S = lam.shape[0]
@@ -228,6 +243,7 @@ def fiedler_correlations(ms: ModelResult, thresholds: Sequence[float] = PAPER_TH
         bl = np.einsum("bs,stl->btl", counts, np.nan_to_num(lam)) / S
         r_boot = _pearson_rows(bm, bl)  # [boot, t]
         r_samples = _pearson_rows(np.moveaxis(m, 0, -1), np.moveaxis(lam, 0, -1))  # [t, layer]
+        roundoff = _roundoff_pairs(np.moveaxis(lam, 0, -1), np.moveaxis(m, 0, -1)).sum(-1)  # [t]
         for i, t in enumerate(thresholds):
             finite = r_boot[:, i][np.isfinite(r_boot[:, i])]
             lo, hi = np.quantile(finite, [0.025, 0.975]) if finite.size else (np.nan, np.nan)
@@ -236,7 +252,8 @@ def fiedler_correlations(ms: ModelResult, thresholds: Sequence[float] = PAPER_TH
                          "r across layers": r_layers[i], "low": lo, "high": hi,
                          "median r across sentences": np.median(rs) if rs.size else np.nan,
                          "layers with r > 0": float((rs > 0).mean()) if rs.size else np.nan,
-                         "disconnected": float(np.mean(lam[:, i] <= 0))})
+                         "disconnected": float(np.mean(lam[:, i] <= 0)),
+                         "constant Fiedler layers": int(roundoff[i])})
     return pd.DataFrame(rows)
 
 
@@ -277,7 +294,9 @@ def faithful_laplacian(ms: ModelResult, thresholds: Sequence[float] = PAPER_THRE
 
     Returns ``layers`` (gated layer means), ``effectiveness`` (per threshold), ``regions`` (the
     report's middle-peak verdicts on trend lists contaminated by the interim snapshots, and the
-    same verdict on final values only) and ``correlations`` (across-layer Pearson of layer means).
+    same verdict on final values only) and ``correlations`` (across-layer Pearson of layer means;
+    ``round-off only`` where the layer-mean Fiedler value is the same in every layer up to round-off
+    while the metric varies: no r here, and the notebook's own r there correlates round-off).
     """
     L = ms.n_layers
     dens = at(ms, "laplacian/density", thresholds)  # [sample, t, layer]
@@ -317,8 +336,10 @@ def faithful_laplacian(ms: ModelResult, thresholds: Sequence[float] = PAPER_THRE
     corr_rows = []
     for m in CORRELATED:
         r = _pearson_rows(means[m], means["fiedler"])  # [t]
+        roundoff = _roundoff_pairs(means["fiedler"], means[m])  # [t]
         for i, t in enumerate(thresholds):
-            corr_rows.append({"model": ms.ref, "metric": m, "threshold": t, "r across layers (faithful)": r[i]})
+            corr_rows.append({"model": ms.ref, "metric": m, "threshold": t, "r across layers (faithful)": r[i],
+                              "round-off only": bool(roundoff[i])})
     return {"layers": layers, "effectiveness": effectiveness, "regions": regions,
             "correlations": pd.DataFrame(corr_rows)}
 
@@ -342,28 +363,45 @@ def _thirds_verdict(layer_of_entry: np.ndarray, values: np.ndarray) -> tuple[flo
 def faithful_fiedler(ms: ModelResult, thresholds: Sequence[float] = FIEDLER_NOTEBOOK_THRESHOLDS) -> pd.DataFrame:
     """``fiedler.ipynb``'s statistics: per layer, Pearson across samples between the Fiedler value and
     each metric; empty-graph samples keep their 0 Fiedler value but have no metric, so the two lists
-    are cut to the shorter length (misaligned); the overall value is the mean r and the mean p."""
+    are cut to the shorter length (misaligned); the overall value is the mean r and the mean p.
+
+    The notebook skips a layer only when a series is exactly constant. A Fiedler value that is the same
+    in every sample up to round-off (``stats.ROUNDOFF_TOL``: 0 on disconnected graphs, 0.5 on one-way
+    stars, ...) reaches it as the eigensolver's noise, which it correlates; such a layer is skipped here
+    and counted in ``constant Fiedler layers`` (``layers`` counts the layers correlated). ``round-off
+    only`` marks the rows whose official mean r and mean p would be made of such layers alone: numbers
+    that depend on the LAPACK build and the memory layout, which nothing here reproduces. A row with
+    constant Fiedler layers that is not round-off only has the official mean over its other layers,
+    where the notebook's own mean also takes in the round-off correlations.
+    """
     L = ms.n_layers
     fied = at(ms, "fiedler/fiedler", thresholds)  # [sample, t, layer]
+    # an empty graph's 0 is exact in the notebook too (no eigensolver): a series of those is skipped there
+    empty = at(ms, "fiedler/error", thresholds) > 0 if "fiedler/error" in ms.samples else np.zeros(fied.shape, bool)
     rows = []
     for name, key in (("star_likeness", "star_likeness"), ("centralization", "centralization"),
                       ("degree_variance", "degree_variance"), ("density", "density")):
         vals = at(ms, f"fiedler/{key}", thresholds)
         for i, t in enumerate(thresholds):
             rs, ps = [], []
+            roundoff = 0
             for layer in range(L):
                 f = fied[:, i, layer]
                 v = vals[:, i, layer]
                 v = v[np.isfinite(v)]  # samples with an empty graph append no value
                 k = min(len(f), len(v))
-                if k < 3 or np.ptp(f[:k]) == 0 or np.ptp(v[:k]) == 0:
+                if k < 3 or stats.constant_up_to_roundoff(v[:k]):
+                    continue
+                if stats.constant_up_to_roundoff(f[:k]):
+                    roundoff += int(not empty[:k, i, layer].all())
                     continue
                 r, p = sps.pearsonr(f[:k], v[:k])
                 rs.append(r)
                 ps.append(p)
             rows.append({"model": ms.ref, "metric": name, "threshold": t, "layers": len(rs),
                          "mean r (official)": np.mean(rs) if rs else np.nan,
-                         "mean p (official)": np.mean(ps) if ps else np.nan})
+                         "mean p (official)": np.mean(ps) if ps else np.nan,
+                         "constant Fiedler layers": roundoff, "round-off only": bool(roundoff and not rs)})
     return pd.DataFrame(rows)
 
 

@@ -65,3 +65,21 @@ def star_notes(tab: sp.SpectralTables) -> str:
                      f"{comp.max():.2f}; basic star-likeness d_max / (n - 1) without self-loops (corrected) "
                      f"{basic.min():.2f} to {basic.max():.2f} across t = 0.001-0.2.")
     return "\n".join(lines)
+
+
+def roundoff_notes(tab: sp.SpectralTables) -> str:
+    """Per model: the layer-metric pairs whose Fiedler value is the same in every sentence up to round-off
+    (``constant Fiedler layers`` of both modes' tables), which are not correlated, and the rows of
+    ``fiedler.ipynb``'s summary that would be correlations of round-off alone."""
+    lines = []
+    for ms, c, f in zip(tab.models, tab.per_model("corrected"), tab.per_model("faithful"), strict=True):
+        fied = f["fiedler"]
+        only = fied[fied["round-off only"]]
+        where = f" (t = {_fmt_ts(sorted(set(only.threshold)))})" if len(only) else ""
+        lines.append(f"- `{ms.ref}`: {int(fied['constant Fiedler layers'].sum())} layer-metric pairs on "
+                     f"`fiedler.ipynb`'s list ({int(c['correlations']['constant Fiedler layers'].sum())} in the "
+                     "corrected correlations) have a Fiedler value constant up to round-off: not correlated. "
+                     f"The notebook correlates its eigensolver's round-off there; {len(only)} of its "
+                     f"{len(fied)} metric x threshold means{where} would be such correlations alone, their r "
+                     "and p not reproducible (they depend on the LAPACK build and the memory layout).")
+    return "\n".join(lines)

@@ -566,11 +566,11 @@ def centralization_middle_max(r: ModelResult, mode: Mode) -> Estimate | None:
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson r of two series, NaN when either is constant (or has fewer than three finite points)."""
+    """Pearson r of two series, NaN when either is constant up to round-off (``stats.ROUNDOFF_TOL``) or
+    has fewer than three finite points."""
     ok = ~(np.isnan(a) | np.isnan(b))
     a, b = a[ok], b[ok]
-    if a.size < 3 or np.ptp(a) <= 1e-12 * max(1.0, float(np.abs(a).max())) or np.ptp(b) <= 1e-12 * max(
-            1.0, float(np.abs(b).max())):
+    if a.size < 3 or stats.constant_up_to_roundoff(a) or stats.constant_up_to_roundoff(b):
         return math.nan
     return float(np.corrcoef(a, b)[0, 1])
 
