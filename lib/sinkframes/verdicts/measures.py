@@ -944,20 +944,3 @@ def _untrained_fraction(r: ModelResult, mode: Mode) -> Estimate | None:
 
 
 NULLS["untrained_series"] = _untrained_fraction
-
-
-@measure("rmt.gap_direction_changes", "rmt_series", null="untrained_gap")
-def gap_direction_changes(r: ModelResult, mode: Mode) -> Estimate | None:
-    """How often the layer-mean spectral gap reverses direction along the checkpoints: low = reversals
-    between checkpoints whose intervals are disjoint, value and high = reversals of the means (faithful:
-    the official ratio in the official string order, which has no intervals)."""
-    from ..analyses.rmt import direction_changes, gap_trajectory
-
-    strict, loose = direction_changes(gap_trajectory(_series(r), mode))
-    if mode == "faithful":
-        return Estimate(float(loose), float(loose), float(loose), r.n_sentences, "none (official means, string order)")
-    return Estimate(float(loose), float(strict), float(loose), r.n_sentences,
-                    "reversals between disjoint 95 % bootstrap intervals / between means")
-
-
-NULLS["untrained_gap"] = lambda r, mode: Estimate(0.0, 0.0, 0.0, r.n_sentences, "untrained run: no change")

@@ -125,7 +125,8 @@ def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
             "claim": v.claim, "model": v.model, "quantity": c.quantity, "paper": c.printed,
         })
         row[f"{v.question}?"] = v.status
-        row[f"{v.question}: ours"] = v.estimate.text() if v.estimate else ""
+        row[f"{v.question}: ours"] = (v.estimate.text() + (f" ({v.estimate.parts_text()})" if v.estimate.parts else "")
+                                      if v.estimate else "")
         row[f"{v.question}: null"] = null_text(v)
         row[f"{v.question}: rule"] = v.test or v.reason
     cols = ["claim", "model", "quantity", "paper"]
@@ -155,6 +156,8 @@ def verdict_lines(verdicts: list[Verdict]) -> str:
                 body += f": ours {v.estimate.text()}"
                 if v.estimate.interval:
                     body += f" ({v.estimate.interval}, n = {v.estimate.n})"
+                if v.estimate.parts:
+                    body += f"; by part: {v.estimate.parts_text()}"
             if v.test:
                 body += f"; rule: {v.test}"
             if v.null is not None:
