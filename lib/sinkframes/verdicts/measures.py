@@ -527,8 +527,12 @@ def _ratio_measure(name: str, metric: str, combine: Callable[[dict[str, float]],
     LAYER_SHAPES[name] = shape
 
 
-_ratio_measure("spectral.lambda2_peak_ratio", "fiedler",
-               lambda g: min(_div(g["middle"], g["early"]), _div(g["middle"], g["late"])),
+def _middle_peak(g: dict[str, float]) -> float:
+    """min(middle / early, middle / late): above 1 when the middle third peaks."""
+    return min(_div(g["middle"], g["early"]), _div(g["middle"], g["late"]))
+
+
+_ratio_measure("spectral.lambda2_peak_ratio", "fiedler", _middle_peak,
                "min(middle / early, middle / late) of the layer-mean algebraic connectivity")
 _ratio_measure("spectral.lambda2_dip_ratio", "fiedler",
                lambda g: min(_div(g["early"], g["middle"]), _div(g["late"], g["middle"])),
@@ -537,11 +541,9 @@ _ratio_measure("spectral.lambda2_middle_over_early", "fiedler", lambda g: _div(g
                "middle / early layer-mean algebraic connectivity")
 _ratio_measure("spectral.lambda2_late_over_early", "fiedler", lambda g: _div(g["late"], g["early"]),
                "late / early layer-mean algebraic connectivity")
-_ratio_measure("spectral.star_peak_ratio", "star",
-               lambda g: min(_div(g["middle"], g["early"]), _div(g["middle"], g["late"])),
+_ratio_measure("spectral.star_peak_ratio", "star", _middle_peak,
                "min(middle / early, middle / late) of the layer-mean star-likeness")
-_ratio_measure("spectral.centralization_peak_ratio", "centralization",
-               lambda g: min(_div(g["middle"], g["early"]), _div(g["middle"], g["late"])),
+_ratio_measure("spectral.centralization_peak_ratio", "centralization", _middle_peak,
                "min(middle / early, middle / late) of the layer-mean degree centralization")
 
 
@@ -590,20 +592,25 @@ def _layer_corr(other: str) -> MeasureFn:
     return fn
 
 
+def _threshold_correlations(r: ModelResult, mode: Mode, other: str) -> list[tuple[float, Estimate]]:
+    """``(threshold, estimate)`` of the across-layer Fiedler-``other`` correlation at each paper threshold,
+    each interval Bonferroni-widened over the seven thresholds (each at 1 - 0.05/7)."""
+    from ..metrics.graphs import PAPER_THRESHOLDS
+
+    f, o = _graph(r, mode, "fiedler"), _graph(r, mode, other)  # [sample, threshold, layer]
+    level = 1 - 0.05 / len(PAPER_THRESHOLDS)
+    return [(t, boot(np.concatenate([f[:, i], o[:, i]], axis=1), _split_pearson(f.shape[2]), _seed(r) + i,
+                     level=level))  # [sample, 2 * layer]
+            for i, t in enumerate(PAPER_THRESHOLDS)]
+
+
 def _corr_by_threshold(other: str) -> MeasureFn:
     """The across-layer correlation at each paper threshold, each with its own interval (Bonferroni over
     the seven thresholds), as parts: a sign claim is decided at the thresholds it names."""
-    from ..metrics.graphs import PAPER_THRESHOLDS
-
     def fn(r: ModelResult, mode: Mode) -> Estimate | None:
-        f, o = _graph(r, mode, "fiedler"), _graph(r, mode, other)  # [sample, threshold, layer]
-        level = 1 - 0.05 / len(PAPER_THRESHOLDS)
-        parts = []
-        for i, t in enumerate(PAPER_THRESHOLDS):
-            x = np.concatenate([f[:, i], o[:, i]], axis=1)  # [sample, 2 * layer]
-            e = boot(x, _split_pearson(f.shape[2]), _seed(r) + i, level=level)
-            parts.append([f"{t:g}", e.value, e.low if not e.undetermined else math.nan,
-                          e.high if not e.undetermined else math.nan])
+        parts: list[list[Any]] = [[f"{t:g}", e.value, e.low if not e.undetermined else math.nan,
+                                   e.high if not e.undetermined else math.nan]
+                                  for t, e in _threshold_correlations(r, mode, other)]
         whole = _layer_corr(other)(r, mode)
         assert whole is not None
         return Estimate(whole.value, whole.low, whole.high, whole.n,
@@ -634,20 +641,17 @@ def flip_threshold(r: ModelResult, mode: Mode) -> Estimate | None:
     is settled at 95 % jointly."""
     from ..metrics.graphs import PAPER_THRESHOLDS
 
-    level = 1 - 0.05 / len(PAPER_THRESHOLDS)
-    f, c = _graph(r, mode, "fiedler"), _graph(r, mode, "centralization")
     signs = []
     parts = []
-    for i, t in enumerate(PAPER_THRESHOLDS):
-        x = np.concatenate([f[:, i], c[:, i]], axis=1)  # [sample, 2 * layer]
-        est = boot(x, _split_pearson(f.shape[2]), _seed(r) + i, level=level)
+    corr = _threshold_correlations(r, mode, "centralization")
+    for t, est in corr:
         lo, hi = est.bounds()
         s = 0 if est.undetermined or (lo <= 0 <= hi) else (1 if lo > 0 else -1)
         signs.append(s)
         parts.append(f"{t:g}: {est.text()}")
     detail = "r across layers by threshold: " + "; ".join(parts)
     settled = [(t, s) for t, s in zip(PAPER_THRESHOLDS, signs, strict=True) if s != 0]
-    n = f.shape[0]
+    n = corr[0][1].n  # sentences
     for (t0, s0), (t1, s1) in zip(settled, settled[1:], strict=False):
         if s0 != s1:
             return Estimate(t1, t0, t1, n=n, interval="thresholds bracketing the change (Bonferroni over 7)",
