@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..book.manifest import Manifest, ManifestError, reader_manifest
 from ..paper import APPENDIX_OF, CLAIMS, Claim
+from ..paper.claims import LATER
 from ..verdicts import NOT_EVALUATED, QUESTIONS, STATUSES, PageVerdicts, Verdict
 
 NOT_THIS_FAMILY = "-"
@@ -123,7 +124,8 @@ def html_table(table: pd.DataFrame, manifest: Manifest | None = None) -> str:
     out = [SCORECARD_STYLE, '<table class="scorecard">',
            "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     for section, g in table.groupby("section", sort=False):
-        out.append(f'<tr><th colspan="{len(head)}">Section {html.escape(str(section))}</th></tr>')
+        label = "Accounts published after the paper" if section == LATER else f"Section {section}"
+        out.append(f'<tr><th colspan="{len(head)}">{html.escape(label)}</th></tr>')
         for _, r in g.iterrows():
             target = titles.get(appendix_page.get(str(r["section"]), r["page"]))
             claim = html.escape(r["claim"])
