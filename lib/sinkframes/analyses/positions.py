@@ -213,7 +213,8 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     on the random-initialized twin, kept in ``data["twin"]``."""
     o = RunOptions.build(opts, **overrides)
     record, base, hit = one_pass(ref, texts, probe.UNMODIFIED, o, seed)
-    grid = probe.interventions_for(record, hook_supports(record.get("architecture")))
+    grid = probe.interventions_for(record, hook_supports(record.get("architecture")),
+                                   twin=ref.startswith(RANDOM_PREFIX))
     passes = {probe.UNMODIFIED.name: (probe.UNMODIFIED, base)}
     hits, skipped = [hit], {}
     for iv in grid[1:]:

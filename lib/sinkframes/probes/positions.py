@@ -99,15 +99,25 @@ class Intervention:
 
 
 UNMODIFIED = Intervention("none")
-OFFSETS = (1, 8, 64, 512, 4096)
+#: offsets are a check of the machinery (RoPE scores depend on position differences only), so three suffice
+OFFSETS = (1, 64, 4096)
 THETAS = (1 / 16, 1 / 4, 4, 16)
 PARTIALS = (0.5, 0.4, 0.25, 0.0)
 SHIFTS = (1, 8, 64, 256)
 PREFIXES = (1, 4)
 
 
-def interventions_for(record: dict[str, Any], supports_hook: bool) -> list[Intervention]:
-    """The grid for one model: the unmodified pass first, then its encoding's arm, then tokens and mask."""
+#: the interventions the random-initialized twin runs: those its null is read for (the frame change, the
+#: scaled-RoPE and no-absolute-positions changes, the permutation), at the ends of the theta range
+TWIN_NAMES = ("ids permuted", "theta x1/16", "theta x16", "NTK-aware x4", "linear PI x4", "partial 0",
+              "table -> mean", "table zeroed", "no positions")
+
+
+def interventions_for(record: dict[str, Any], supports_hook: bool, twin: bool = False) -> list[Intervention]:
+    """The grid for one model: the unmodified pass first, then its encoding's arm, then tokens and mask (for a
+    random-initialized twin, ``twin``, the unmodified pass and :data:`TWIN_NAMES` only)."""
+    if twin:
+        return [iv for iv in interventions_for(record, supports_hook) if iv.kind == "none" or iv.name in TWIN_NAMES]
     out = [UNMODIFIED]
     if str(record.get("position_encoding", "")).startswith("RoPE"):
         out += [Intervention("offset", k) for k in OFFSETS] + [Intervention("permute")]
