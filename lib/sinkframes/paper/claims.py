@@ -133,7 +133,7 @@ INF = float("inf")
 
 U_NULL = "uniform attention of the same shapes"
 DENSE_NULL = "a dense graph of the same sizes at every threshold"
-RANDOM_KEY = "removing a random key instead of the sink"
+RANDOM_KEY = "a second random key in place of the sink (its paired difference with the first random key)"
 EQUAL_FISHER = "the same Fisher norm in every layer"
 
 _C = Claim

@@ -413,18 +413,30 @@ NULLS["equal_fisher_peak"] = lambda r, mode: (
 NULLS["none"] = lambda r, mode: None
 
 
-@measure("information.output_sink_minus_random", "information", null="none")
-def output_sink_minus_random(r: ModelResult, mode: Mode) -> Estimate | None:
+def _removal_difference(r: ModelResult, mode: Mode, removed: str) -> Estimate | None:
+    """The paired per-sentence difference ``removed - random`` of the output change (KL for decoders, embedding
+    distance for encoders), bootstrapped over sentences."""
     out = r.data.get("output")
     if mode == "faithful" or out is None:
         return None
     per = out.per_sentence
+    if removed not in set(per["condition"]):
+        return None  # an output check cached before the second random key existed
     metric = "kl" if out.causal else "distance"
-    s = per[per["condition"] == "sink"].sort_values("sentence")[metric].to_numpy()
+    s = per[per["condition"] == removed].sort_values("sentence")[metric].to_numpy()
     q = per[per["condition"] == "random"].sort_values("sentence")[metric].to_numpy()
     est = boot(s - q, float, _seed(r))
     return Estimate(est.value, est.low, est.high, est.n, est.interval,
-                    f"{metric}: sink {s.mean():.4g}, random key {q.mean():.4g}", est.undetermined)
+                    f"{metric}: {'sink' if removed == 'sink' else 'second random key'} {s.mean():.4g}, random key "
+                    f"{q.mean():.4g}", est.undetermined)
+
+
+@measure("information.output_sink_minus_random", "information", null="second_random_key")
+def output_sink_minus_random(r: ModelResult, mode: Mode) -> Estimate | None:
+    return _removal_difference(r, mode, "sink")
+
+
+NULLS["second_random_key"] = lambda r, mode: _removal_difference(r, mode, "random2")
 
 
 # ----------------------------------------------------------------------------- spectral graphs (chapter 4)
