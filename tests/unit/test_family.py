@@ -49,3 +49,16 @@ def test_the_verdict_table_and_the_summary_share_one_evaluation(monkeypatch):
                                               *(c.untestable for c in family.appendix_claims("qwen"))}
     assert "not evaluated here" in family.evidence_summary(fr)
     assert calls == [0]
+
+
+def test_the_scorecard_note_names_the_section_pages_and_their_sentence_counts(monkeypatch):
+    from sinkframes.verdicts import Verdict
+
+    fr = family.FamilyResults(family.family_of("llama"), ["smollm2"], False)
+    fr.evaluated = [Verdict("E.kl_negative", "smollm2", "holds", "supported"),
+                    Verdict("E.betti1_zero", "smollm2", "holds", "supported")]
+    note = family.scorecard_note(fr, "offline", 100)
+    assert "E.kl_negative from *5. Information geometry" in note and "E.betti1_zero from *3. Topology" in note
+    assert "(100 sentences)" in note and "its own" not in note  # the same counts: nothing to explain
+    assert "its own 64 sentences" in family.scorecard_note(fr, "offline", 64)
+    assert family.scorecard_note(family.FamilyResults(family.family_of("llama"), [], False), "offline", 100) == ""
