@@ -17,8 +17,9 @@ unmodified pass first), each reduced by ``metrics.positions.PositionReducer``; p
 - per layer, the first token's residual norm over the other tokens' and, where the attention hook reads
   values, the first token's value norm over the others' per KV head.
 
-The model's random-initialized twin (``random:<ref>``) runs through the same grid: it is the null a
-frame change must beat (an untrained network whose attention moves with the encoding too).
+The model's random-initialized twin (``random:<ref>``) runs the passes its nulls read
+(``probes.positions.TWIN_NAMES``): the null a change must beat (an untrained network whose attention moves
+with the encoding too).
 """
 
 from __future__ import annotations

@@ -99,18 +99,19 @@ class Intervention:
 
 
 UNMODIFIED = Intervention("none")
-#: offsets are a check of the machinery (RoPE scores depend on position differences only), so three suffice
-OFFSETS = (1, 64, 4096)
-THETAS = (1 / 16, 1 / 4, 4, 16)
-PARTIALS = (0.5, 0.4, 0.25, 0.0)
-SHIFTS = (1, 8, 64, 256)
-PREFIXES = (1, 4)
+#: offsets are a check of the machinery (RoPE scores depend on position differences only): a near and a far one
+OFFSETS = (1, 4096)
+#: the ends of a 256-fold range of rotary bases (the modified-RoPE schemes add the moderate factor 4)
+THETAS = (1 / 16, 16)
+#: Phi-2's fraction, Pythia's, and no rotation at all
+PARTIALS = (0.4, 0.25, 0.0)
+SHIFTS = (1, 64)
+PREFIXES = (4,)
 
 
-#: the interventions the random-initialized twin runs: those its null is read for (the frame change, the
-#: scaled-RoPE and no-absolute-positions changes, the permutation), at the ends of the theta range
-TWIN_NAMES = ("ids permuted", "theta x1/16", "theta x16", "NTK-aware x4", "linear PI x4", "partial 0",
-              "table -> mean", "table zeroed", "no positions")
+#: the interventions the random-initialized twin runs: those its null is read for (the scaled-RoPE and
+#: no-absolute-positions changes, the permutation) and the most drastic change of the encoding (no rotation)
+TWIN_NAMES = ("ids permuted", "NTK-aware x4", "linear PI x4", "partial 0", "table -> mean", "table zeroed")
 
 
 def interventions_for(record: dict[str, Any], supports_hook: bool, twin: bool = False) -> list[Intervention]:
