@@ -148,3 +148,21 @@ def test_onset_and_the_colocation_measure():
     r = positions.from_passes(_record(layers=layers), {"unmodified": (UNMODIFIED, out)})
     est = pm.onset_minus_norm_spike(r, "corrected")
     assert est.value == 0.0
+
+
+def test_sink_heads_are_labelled_by_the_length_of_the_sink_value():
+    lengths = [6, 7, 8, 9]
+    out = []
+    for n in lengths:
+        att = _star(n)  # [layer 2, head 2]: every head a sink head
+        ratio = torch.tensor([[0.2], [3.0]])  # [layer, kv_head]: a short sink value in layer 0, a long one in 1
+        out.append(PositionReducer()({"attention": att, "hidden": torch.ones(3, n, 4), "causal": True, "origin": 0,
+                                      "first": 0, "loss": 1.0, "pooled": None, "value_ratio": ratio}))
+    r = positions.from_passes(_record(), {"unmodified": (UNMODIFIED, out)})
+    t = positions.sink_heads_table([r])
+    assert len(t) == 4 and set(t[t.layer == 0]["sink value"]) == {"short (no-op)"}
+    assert set(t[t.layer == 1]["sink value"]) == {"not short"}
+    s = positions.sink_heads_summary([r]).iloc[0]
+    assert (s["sink heads"], s["short sink value (no-op)"]) == (4, 2)
+    est = pm.sink_value_ratio(r, "corrected")
+    assert est.value == pytest.approx(1.6) and "2 sink (layer, KV head) pairs, 1 of them with a short" in est.detail

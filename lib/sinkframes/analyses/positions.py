@@ -281,3 +281,37 @@ def null_from(result: ModelResult) -> ModelResult:
     null = from_passes({**result.record, "ref": f"null:{result.ref}"}, passes, int(result.params.get("seed", 0)))
     null.params = {**result.params, "null": "uniform attention"}
     return null
+
+
+def sink_heads_table(results: list[ModelResult], min_share: float = 0.5) -> pd.DataFrame:
+    """Per model, the sink heads of the unmodified pass (mean first-token share at least ``min_share``) with the
+    first token's value norm over the median of the other tokens' (the KV head the sink head reads): below 1 the
+    sink adds little to the output (a no-op sink, in the sense of arXiv 2606.08105), above 1 it writes a vector of
+    ordinary or larger size into every query's output. Models whose values the attention hook cannot read are
+    left out."""
+    rows = []
+    for r in results:
+        a = r.data["runs"]["unmodified"]["arrays"]
+        if "value_ratio" not in a:
+            continue
+        share = stats.nanmean(a["first_share_heads"], axis=0)  # [layer, head]
+        ratio = stats.nanmean(a["value_ratio"], axis=0)  # [layer, kv_head]
+        group = share.shape[1] // ratio.shape[1]
+        for layer, head in zip(*np.nonzero(share >= min_share), strict=True):
+            v = float(ratio[layer, head // group])
+            rows.append({"model": r.ref, "layer": int(layer), "head": int(head),
+                         "first-token share": float(share[layer, head]), "sink value / other values": v,
+                         "sink value": "short (no-op)" if v < 1 else "not short"})
+    return pd.DataFrame(rows)
+
+
+def sink_heads_summary(results: list[ModelResult], min_share: float = 0.5) -> pd.DataFrame:
+    """:func:`sink_heads_table` counted per model: sink heads, how many have a short sink value, and the median
+    ratio."""
+    t = sink_heads_table(results, min_share)
+    if t.empty:
+        return t
+    g = t.groupby("model", sort=False)
+    return pd.DataFrame({"sink heads": g.size(), "short sink value (no-op)": g["sink value"].apply(
+        lambda s: int((s == "short (no-op)").sum())), "median value ratio": g["sink value / other values"].median()
+    }).reset_index()
