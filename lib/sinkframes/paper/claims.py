@@ -400,6 +400,13 @@ CLAIMS: tuple[Claim, ...] = (
             "'100 % BOS'; the printed 36.6-65.4 % is the share on the most common word, which the official "
             "rule gives as a token string the scorecard does not compare across tokenizers"),
        null=U_NULL),
+    _C("F.word_specialization", "F", "App. F, Table 15", "qwen", "head specialization on one common word",
+       "36.6-65.4 %", _TOPO, page="topology", measure="topology.common_word_heads", rule="within",
+       params={"low": 0.3655, "high": 0.6545}, bare={"low": 0.366, "high": 0.654},
+       tolerance="half the last printed digit, the paper's own precision",
+       why=("the other half of the claim: the share of heads (official layers) on the most common specialized "
+            "token that is not a first token, within the range printed across the Qwen models"),
+       null=U_NULL),
     _C("F.persistence_falls", "F", "App. F", "qwen", "H0 persistence with depth", "decreases", _TOPO, page="topology",
        measure="topology.persistence_late_minus_early", rule="below", params={"threshold": 0.0},
        why="late-third minus early-third persistence < 0", null=U_NULL),
@@ -726,7 +733,7 @@ BULLETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Meaningful graph structures emerge", ("E.effective_thresholds", "E.sign_flip")),
     ("Removing sinks reduces attention-distribution uniformity", ("E.kl_negative", "E.kl_values")),
     ("Sink concentration remains", ("E.concentration", "F.early_concentration")),
-    ("Qwen models show moderate specialization", ("F.specialization",)),
+    ("Qwen models show moderate specialization", ("F.specialization", "F.word_specialization")),
     ("All Qwen models show decreasing persistence", ("F.persistence_falls", "F.instruct_integration")),
     ("Star-likeness peaks in middle layers", ("F.star_peak",)),
     ("Algebraic-connectivity peaks occur only", ("F.connectivity_peak",)),

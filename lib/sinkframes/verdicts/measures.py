@@ -835,6 +835,27 @@ def the_heads(r: ModelResult, mode: Mode) -> Estimate | None:
     return Estimate(share, n=len(spec), interval="none (share of heads)", detail=f"{len(spec)} heads")
 
 
+@measure("topology.common_word_heads", "topology")
+def common_word_heads(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Share of heads (official layers) whose specialized token is the most common one among the heads that do
+    not fix on a position-0 token (the sentences' first tokens, BOS included): App. F's "specialization on common
+    linguistic elements rather than BOS". The token is read by the official rule (faithful) or the corrected one;
+    a share of heads, so no interval."""
+    from ..analyses.topology import head_specialization
+
+    spec = head_specialization(r)
+    col = "faithful token" if mode == "faithful" else "token"
+    toks = r.data.get("faithful_tokens", r.data["tokens"]) if mode == "faithful" else r.data["tokens"]
+    first = {t[0] for t in toks if t}
+    words = spec.loc[~spec[col].isin(first), col]
+    if words.empty:
+        return Estimate(0.0, n=len(spec), interval="none (share of heads)",
+                        detail=f"every one of {len(spec)} heads fixes on a first token")
+    word, count = words.value_counts().index[0], int(words.value_counts().iloc[0])
+    return Estimate(count / len(spec), n=len(spec), interval="none (share of heads)",
+                    detail=f"{count} of {len(spec)} heads on {word!r}")
+
+
 # ----------------------------------------------------------------------------- softmax geometry (chapter 2)
 
 #: a layer is "concentrated" when at least this share of its rows holds a majority on one key
