@@ -634,10 +634,8 @@ def _corr_by_threshold(other: str) -> MeasureFn:
 
 MEASURES["spectral.r_fiedler_centralization_by_threshold"] = Measure(
     "spectral.r_fiedler_centralization_by_threshold", "spectral", _corr_by_threshold("centralization"))
-MEASURES["spectral.r_fiedler_centralization"] = Measure(
-    "spectral.r_fiedler_centralization", "spectral", _layer_corr("centralization"))
-MEASURES["spectral.r_fiedler_degree_variance"] = Measure(
-    "spectral.r_fiedler_degree_variance", "spectral", _layer_corr("degree_variance"))
+MEASURES["spectral.r_fiedler_degree_variance_by_threshold"] = Measure(
+    "spectral.r_fiedler_degree_variance_by_threshold", "spectral", _corr_by_threshold("degree_variance"))
 
 
 def _split_pearson(n_layers: int) -> Callable[[np.ndarray], float]:
