@@ -38,8 +38,10 @@ def sh(cmd: list[str], **kw) -> str:
 def make_runtime(work: Path) -> Path:
     """The virtualenv standing in for a Colab runtime; its python."""
     venv = work / "venv"
-    sh([sys.executable, "-m", "venv", str(venv)])
     py = venv / "bin" / "python"
+    if (venv / ".colab-runtime").exists():  # built by an earlier run in this folder
+        return py
+    sh([sys.executable, "-m", "venv", str(venv)])
     sh([str(py), "-m", "pip", "install", "-q", "torch==2.13.0"])
     sh([str(py), "-m", "pip", "install", "-q", "-r", str(HERE / "colab-runtime.txt")])
     site = Path(sh([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip())
@@ -51,6 +53,7 @@ def make_runtime(work: Path) -> Path:
     startup = work / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-colab.py").write_text("import google.colab  # Colab's kernel imports it at start\n")
+    (venv / ".colab-runtime").touch()
     return py
 
 

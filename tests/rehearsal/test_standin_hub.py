@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from sinkframes.models.standin_hub import STANDINS, profile_models, shrunk_heads
 from tests.conftest import ROOT
 
@@ -59,7 +57,8 @@ def test_the_stand_ins_keep_the_real_attention_settings(standin_home):
             assert heads // kv == spec.heads // spec.kv_heads, repo  # the grouped-query ratio
     llama = _config(standin_home, "meta-llama/Llama-3.1-8B")
     assert llama["rope_parameters"]["rope_type"] == "llama3" and llama["rope_parameters"]["factor"] == 8.0
-    assert llama["tie_word_embeddings"] is False and _config(standin_home, "meta-llama/Llama-3.2-1B")["tie_word_embeddings"]
+    assert llama["tie_word_embeddings"] is False
+    assert _config(standin_home, "meta-llama/Llama-3.2-1B")["tie_word_embeddings"]
     assert _config(standin_home, "mistralai/Mistral-7B-v0.1")["sliding_window"] == 16
     assert _config(standin_home, "Qwen/Qwen2.5-7B")["use_sliding_window"] is False
     assert _config(standin_home, "microsoft/phi-2")["rope_parameters"]["partial_rotary_factor"] == 0.4

@@ -25,7 +25,7 @@ import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +217,7 @@ TOKENIZER_CLASSES = {**{name: k.tokenizer_class for name, k in TOKENIZER_KINDS.i
                      "bert": "BertTokenizer", "xlm-roberta": "XLMRobertaTokenizer"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _trained_tokenizer_json(kind: str) -> str:
     """A small tokenizer of ``kind`` trained on the embedded sentences (deterministic), as JSON."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
