@@ -42,6 +42,8 @@ def make_runtime(work: Path) -> Path:
     if (venv / ".colab-runtime").exists():  # built by an earlier run in this folder
         return py
     sh([sys.executable, "-m", "venv", str(venv)])
+    pins = [ln for ln in (HERE / "colab-runtime.txt").read_text().splitlines() if ln.startswith("pip==")]
+    sh([str(py), "-m", "pip", "install", "-q", *pins])  # Colab's pip (a venv's own is older: no git+file@commit)
     sh([str(py), "-m", "pip", "install", "-q", "torch==2.13.0"])
     sh([str(py), "-m", "pip", "install", "-q", "-r", str(HERE / "colab-runtime.txt")])
     site = Path(sh([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip())

@@ -96,7 +96,7 @@ def test_the_stand_ins_load_through_the_hub_path_with_their_family_conventions(s
         "meta-llama/Llama-3.2-1B@None": ("LlamaForCausalLM", "llama", True, "<|begin_of_text|>"),
         "mistralai/Mistral-7B-v0.1@None": ("MistralForCausalLM", "mistral", True, "<s>"),
         "google/gemma-2b@None": ("GemmaForCausalLM", "gemma", True, "<bos>"),
-        "Qwen/Qwen2.5-3B@None": ("Qwen2ForCausalLM", "qwen", False, "Att"),
+        "Qwen/Qwen2.5-3B@None": ("Qwen2ForCausalLM", "qwen", False, "Attention"),
         "microsoft/phi-2@None": ("PhiForCausalLM", "phi", False, "At"),
         "EleutherAI/pythia-160m@step64": ("GPTNeoXForCausalLM", "pythia", False, "At"),
         "google-bert/bert-base-uncased@None": ("BertModel", "bert", True, "[CLS]"),
