@@ -48,6 +48,19 @@ def test_template_structure(path):
         )
 
 
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.name)
+def test_machinery_cells_are_hidden_in_the_rendered_page(path):
+    # the install cell folds away, the parameters and the setup show their outputs but not their code; on Colab
+    # and in JupyterLab the tags change nothing
+    nb = nbformat.read(path, as_version=4)
+    for c in (c for c in nb.cells if c.cell_type == "code"):
+        tags = c.metadata.get("tags", [])
+        if "google.colab" in c.source:
+            assert "hide-cell" in tags
+        if "parameters" in tags or "page.setup(" in c.source:
+            assert "hide-input" in tags
+
+
 @pytest.mark.parametrize("page", M.pages, ids=lambda p: p.id)
 def test_manifest_parameters_are_template_parameters(page):
     nb = nbformat.read(ROOT / page.template, as_version=4)

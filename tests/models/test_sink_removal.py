@@ -73,9 +73,42 @@ def test_output_check_scores(lm):
         assert (noop["distance"].abs() < 1e-9).all()
     rand = per[per["condition"] == "random"]
     assert ((rand["removed_key"] >= 1) & (rand["removed_key"] < rand["n_tokens"])).all()
-    assert set(check.summary["condition"]) == {"sink", "random", "noop"}
+    assert set(check.summary["condition"]) == {"sink", "random", "random2", "noop"}
 
 
 def test_random_keys_seeded():
     assert sink_removal.random_keys([5, 9, 1], 3) == sink_removal.random_keys([5, 9, 1], 3)
     assert sink_removal.random_keys([1], 0) == [-1]
+
+
+def test_the_second_random_key_differs_from_the_first_where_it_can():
+    lengths = [1, 2, 3, 5, 9, 17] * 20
+    first = sink_removal.random_keys(lengths, 7)
+    second = sink_removal.second_random_keys(lengths, first, 7)
+    assert second == sink_removal.second_random_keys(lengths, first, 7)
+    for n, a, b in zip(lengths, first, second, strict=True):
+        if n == 1:
+            assert a == b == -1
+        else:
+            assert 1 <= b <= n - 1 and (b != a or n == 2)
+    assert len({b for n, b in zip(lengths, second, strict=True) if n == 17}) > 5  # spread, not one key
+
+
+def test_the_removal_null_passes_only_when_a_random_key_beats_another():
+    import pandas as pd
+
+    from sinkframes.analyses.base import ModelResult
+    from sinkframes.verdicts.measures import MEASURES, NULLS
+
+    def result(sink, rand, rand2):
+        rows = [{"sentence": i, "condition": c, "kl": v} for i in range(len(sink))
+                for c, v in (("sink", sink[i]), ("random", rand[i]), ("random2", rand2[i]))]
+        out = sink_removal.OutputCheck("m", True, pd.DataFrame(rows), pd.DataFrame())
+        return ModelResult("information", {"ref": "m"}, len(sink), data={"output": out})
+
+    r = result([1.0, 1.2, 0.9, 1.1] * 5, [0.1, 0.2, 0.1, 0.15] * 5, [0.12, 0.18, 0.09, 0.16] * 5)
+    est = MEASURES["information.output_sink_minus_random"].fn(r, "corrected")
+    null = NULLS["second_random_key"](r, "corrected")
+    assert est.low > 0 and null.low < 0 < null.high  # the sink matters; a second random key does not
+    special = result([1.0] * 8, [0.1] * 4 + [0.2] * 4, [0.9] * 8)  # a "random" key as harmful as the sink
+    assert NULLS["second_random_key"](special, "corrected").low > 0

@@ -9,7 +9,7 @@ from sinkframes.report import family
 
 def test_each_family_page_holds_its_appendix_claims():
     counts = {k: len(family.appendix_claims(k)) for k in family.FAMILIES}
-    assert counts == {"llama": 11, "qwen": 11, "gemma_mistral": 20, "encoders": 16, "phi": 7, "pythia": 7}
+    assert counts == {"llama": 11, "qwen": 12, "gemma_mistral": 20, "encoders": 16, "phi": 7, "pythia": 7}
     assert "{" not in "".join(family.claims_table("llama")["rule"])  # rules in words, never a dict
     t = family.claims_table("gemma_mistral")
     assert {"G.gemma_concentration_max", "G.mistral_concentration_max"} <= set(t["claim"])
@@ -24,7 +24,7 @@ def test_a_pipeline_check_shows_no_number_and_decides_no_claim():
     assert "Pipeline check only" in text and "no claim is decided" in text
     assert "--profile paper --pages appendix_f_qwen" in text
     table = family.verdict_table(fr)
-    assert len(table) == 11 and set(table["holds?"]) == {"not evaluated"}
+    assert len(table) == 12 and set(table["holds?"]) == {"not evaluated"}
     assert set(table["reproduced: rule"]) <= {"pipeline check: random weights decide no claim",
                                               *(c.untestable for c in family.appendix_claims("qwen"))}
     assert "Pipeline check" in family.section(fr, family.topology_summary).data
@@ -49,3 +49,16 @@ def test_the_verdict_table_and_the_summary_share_one_evaluation(monkeypatch):
                                               *(c.untestable for c in family.appendix_claims("qwen"))}
     assert "not evaluated here" in family.evidence_summary(fr)
     assert calls == [0]
+
+
+def test_the_scorecard_note_names_the_section_pages_and_their_sentence_counts(monkeypatch):
+    from sinkframes.verdicts import Verdict
+
+    fr = family.FamilyResults(family.family_of("llama"), ["smollm2"], False)
+    fr.evaluated = [Verdict("E.kl_negative", "smollm2", "holds", "supported"),
+                    Verdict("E.betti1_zero", "smollm2", "holds", "supported")]
+    note = family.scorecard_note(fr, "offline", 100)
+    assert "E.kl_negative from *5. Information geometry" in note and "E.betti1_zero from *3. Topology" in note
+    assert "(100 sentences)" in note and "its own" not in note  # the same counts: nothing to explain
+    assert "its own 64 sentences" in family.scorecard_note(fr, "offline", 64)
+    assert family.scorecard_note(family.FamilyResults(family.family_of("llama"), [], False), "offline", 100) == ""

@@ -51,3 +51,16 @@ def test_counts_add_up_and_the_html_links_each_claim_to_its_page():
     assert html.count("<tr><th colspan") == len({c.section for c in CLAIMS})
     assert "2 pages" not in scorecard.provenance_line("offline", saved)
     assert "`smollm2`" in scorecard.provenance_line("offline", saved)
+
+
+def test_the_findings_box_is_written_from_the_saved_verdicts():
+    vs = [V.Verdict("5.1.star", "smollm2", "holds", V.NOT_SUPPORTED, V.Estimate(0.31, 0.29, 0.33, n=10)),
+          V.Verdict("3.1.centralized", "smollm2", "holds", V.SUPPORTED, V.Estimate("centralized"))]
+    saved = {"spectral_graphs": V.PageVerdicts("spectral_graphs", "offline", vs, {"smollm2": LLAMA}, {})}
+    text = scorecard.findings(saved, "offline", load_manifest())
+    star = next(line for line in text.splitlines() if "star-like" in line)
+    assert "`smollm2` \u2718 not supported 0.31 [0.29, 0.33]" in star and "04_spectral_graphs.html#" in star
+    frames = next(line for line in text.splitlines() if "frame type follows" in line)
+    assert "\u2714 supported centralized" in frames and "centralized (one sink) / distributed" in frames
+    assert "no model of this profile is tested on it" in next(x for x in text.splitlines() if "emerge" in x)
+    assert len([line for line in text.splitlines() if line.startswith("- ")]) == len(scorecard.CENTRAL)

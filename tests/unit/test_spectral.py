@@ -27,11 +27,11 @@ def test_middle_peak_is_found_with_its_factor():
     lam = profile[None, None, :] + rng.normal(0, 0.05, (S, T, L))
     ms = spectra({"corrected/lambda2": lam}, L, S)
     peaks = sp.region_peaks(ms, "lambda2")
-    assert (peaks["verdict"] == "middle peak").all()
+    assert (peaks["interval vs 1"] == "above 1").all()
     assert peaks["peak factor"].to_numpy() == pytest.approx(2.0, abs=0.05)
     assert (peaks["low"] < peaks["peak factor"]).all() and (peaks["peak factor"] < peaks["high"]).all()
     flat = spectra({"corrected/lambda2": np.ones(L) + rng.normal(0, 0.05, (S, T, L))}, L, S)
-    assert (sp.region_peaks(flat, "lambda2")["verdict"] != "middle peak").all()
+    assert (sp.region_peaks(flat, "lambda2")["interval vs 1"] != "above 1").all()
 
 
 def test_correlations_across_layers_and_sentences():
@@ -188,7 +188,7 @@ def test_u_shape_is_a_middle_dip():
     profile = np.array([4, 4, 4, 1, 1, 1, 2, 2, 2.0])  # middle at 1/4 of early and 1/2 of late
     ms = spectra({"corrected/lambda2": profile[None, None, :] + rng.normal(0, 0.05, (S, T, L))}, L, S)
     peaks = sp.region_peaks(ms, "lambda2")
-    assert peaks["middle dip"].all() and (peaks["verdict"] == "no middle peak").all()
+    assert peaks["middle dip"].all() and (peaks["interval vs 1"] == "below 1").all()
     assert peaks["dip factor"].to_numpy() == pytest.approx(0.5, abs=0.03)
     hump = spectra({"corrected/lambda2": np.array([1, 1, 1, 3, 3, 3, 1, 1, 1.0])[None, None, :]
                     + rng.normal(0, 0.05, (S, T, L))}, L, S)

@@ -308,3 +308,20 @@ def test_measures_on_nan_attention_summaries_are_undetermined_not_numbers():
         est = M.MEASURES[name].fn(r, "corrected")
         assert est.undetermined, name
         assert V.apply("above", est, {"threshold": 0.0})[0] == V.INCONCLUSIVE
+
+
+def test_common_word_heads_counts_the_modal_word_and_leaves_first_tokens_out(monkeypatch):
+    import pandas as pd
+
+    from sinkframes.analyses import topology
+    from sinkframes.analyses.base import ModelResult
+    from sinkframes.verdicts.measures import MEASURES
+
+    spec = pd.DataFrame({"token": ["<bos>", "<bos>", ",", ",", ",", "the", "of", ","],
+                         "faithful token": ["<bos>"] * 8})
+    monkeypatch.setattr(topology, "head_specialization", lambda r: spec)
+    r = ModelResult("topology", {"ref": "m"}, 2, data={"tokens": [["<bos>", "a", ","], ["<bos>", "the", "of"]]})
+    fn = MEASURES["topology.common_word_heads"].fn
+    est = fn(r, "corrected")
+    assert est.value == 4 / 8 and "4 of 8 heads on ','" in est.detail
+    assert fn(r, "faithful").value == 0.0  # every head on the first token: no word specialization

@@ -172,8 +172,9 @@ def region_peaks(ms: ModelResult, metric: str, thresholds: Sequence[float] = PAP
 
     The factor ``min(middle/early, middle/late)`` is computed from sentence means, with a bootstrap
     interval (sentences resampled) at level ``1 - 0.05 / len(thresholds)``: one test per threshold,
-    Bonferroni-corrected, so that a claim "at some threshold" holds at 95 % jointly. "middle peak" is
-    claimed only when the whole interval lies above 1. The mirror image, a U shape, uses the dip factor
+    Bonferroni-corrected, so that a statement "at some threshold" holds at 95 % jointly. The column
+    ``interval vs 1`` describes where that interval lies ("above 1": a middle peak; "below 1"; "straddles
+    1"); the registry's claims, not this table, give the verdicts. The mirror image, a U shape, uses the dip factor
     ``max(middle/early, middle/late)``: "middle dip" only when its whole interval lies below 1.
     """
     x = at(ms, f"corrected/{metric}", thresholds)  # [sample, t, layer]
@@ -190,10 +191,10 @@ def region_peaks(ms: ModelResult, metric: str, thresholds: Sequence[float] = PAP
     rows = []
     for i, t in enumerate(thresholds):
         lo, hi = np.nanquantile(dist[:, i], q) if np.isfinite(dist[:, i]).any() else (np.nan, np.nan)
-        verdict = "middle peak" if lo > 1 else ("no middle peak" if hi < 1 else "undecided")
+        where = "above 1" if lo > 1 else ("below 1" if hi < 1 else "straddles 1")
         dlo, dhi = np.nanquantile(dip_dist[:, i], q) if np.isfinite(dip_dist[:, i]).any() else (np.nan, np.nan)
         rows.append({"model": ms.ref, "metric": metric, "threshold": t, "early": reg[i, 0], "middle": reg[i, 1],
-                     "late": reg[i, 2], "peak factor": point[i], "low": lo, "high": hi, "verdict": verdict,
+                     "late": reg[i, 2], "peak factor": point[i], "low": lo, "high": hi, "interval vs 1": where,
                      "dip factor": dip_point[i], "dip low": dlo, "dip high": dhi, "middle dip": bool(dhi < 1)})
     return pd.DataFrame(rows)
 

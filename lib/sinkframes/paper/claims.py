@@ -27,10 +27,14 @@ from typing import Any
 
 import pandas as pd
 
-#: the paper's numbered parts, in reading order
+#: the paper's arXiv id, and the section under which claims of later work are kept
+PAPER = "2508.02546"
+LATER = "later accounts"
+
+#: the paper's numbered parts, in reading order (then the accounts of later work)
 SECTIONS: tuple[str, ...] = (
     "1", "3.1", "3.2", "3.3", "3.4", "4", "5.1", "5.2", "5.3", "5.4",
-    "A", "B", "B.1", "C.1", "C.2", "E", "F", "G", "H", "I", "J",
+    "A", "B", "B.1", "C.1", "C.2", "E", "F", "G", "H", "I", "J", LATER,
 )
 
 FAMILIES = ("llama", "qwen", "gemma", "mistral", "phi", "pythia", "bert", "xlm-roberta")
@@ -77,6 +81,7 @@ class Claim:
     definition: str = ""  # what the paper's number measures, where it differs from the name
     bare: Mapping[str, Any] = field(default_factory=dict)  # the rule's parameters without the book's tolerance
     tolerance: str = ""  # the tolerance added to the printed value, and why
+    source: str = PAPER  # the arXiv id of the work that makes the claim (later accounts sit beside the paper's)
 
     def applies_to(self, family: str, frame: str, causal: bool) -> bool:
         """Whether a model of ``family`` (paper frame ``frame``) is tested against this claim."""
@@ -128,7 +133,7 @@ INF = float("inf")
 
 U_NULL = "uniform attention of the same shapes"
 DENSE_NULL = "a dense graph of the same sizes at every threshold"
-RANDOM_KEY = "removing a random key instead of the sink"
+RANDOM_KEY = "a second random key in place of the sink (its paired difference with the first random key)"
 EQUAL_FISHER = "the same Fisher norm in every layer"
 
 _C = Claim
@@ -178,9 +183,30 @@ CLAIMS: tuple[Claim, ...] = (
        "the first token's identity rotation", "", untestable=THEORY),
     _C("3.4.encoding_decides", "3.4", "Sec. 3.4", "all", "the position encoding decides the frame type",
        "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
-       page="reference_frames",
-       untestable=("a causal claim across families; the models differ in more than position encoding (BOS token, "
-                   "training data), so a per-model verdict cannot decide it (the 3.1 rows test its consequence)")),
+       page="position_interventions", measure="positions.frame_changes", rule="above", params={"threshold": 0.5},
+       why=("changed at fixed weights, the encoding must move the frame label: at least one intervention on the "
+            "position encoding that leaves the model working (function check) changes the label, in the whole "
+            "bootstrap interval"),
+       null=f"{U_NULL}, and the model's random-initialized twin, under the same interventions"),
+    _C("3.4.scaled_rope_bias", "3.4", "Sec. 3.4", "centralized", "scaled RoPE reduces the first-token bias",
+       "reduced first-token positional bias under scaled RoPE", "", page="position_interventions",
+       measure="positions.scaled_rope_first_share_change", rule="every_below", params={"threshold": 0.0},
+       why=("the first-token share (layer and head mean) falls under both modified-RoPE schemes (NTK-aware scaling "
+            "and linear interpolation, at Qwen2.5's published factor 4), each paired by sentence"),
+       null=f"{U_NULL}, and the random-initialized twin, under the same scaling"),
+    _C("3.4.absolute_bidirectional", "3.4", "Sec. 3.4", "bidirectional",
+       "absolute position embeddings support the bidirectional anchors",
+       "absolute embeddings support bidirectional anchors", "", page="position_interventions",
+       measure="positions.absolute_last_share_change", rule="every_below", params={"threshold": 0.0},
+       why=("if the absolute positions carry the end anchor, taking them out (table zeroed, or every row replaced "
+            "by the table's mean) lowers the last-token share, each paired by sentence"),
+       null=f"{U_NULL}, and the random-initialized twin, with the same table edits"),
+    _C("3.4.rope_origin", "3.4", "Sec. 3.3-3.4", "decoders", "the sink follows position 0 of the rotary code",
+       "the first token's identity rotation makes it the sink", "", page="position_interventions",
+       measure="positions.sink_on_position_id0", rule="above", params={"threshold": 0.5},
+       why=("if the identity rotation makes the sink, then with the position ids shuffled (tokens and mask kept) "
+            "the sink of most sink layers moves to the token that now carries id 0"),
+       null=f"{U_NULL} (no sink), and the random-initialized twin"),
     # --------------------------------------------------------------------------- 4 methodology
     _C("4.thresholds", "4", "Sec. 4", "all", "graphs thresholded at seven values", "seven, from 0.001 to 0.2", _LAP,
        page="spectral_graphs", untestable=METHOD),
@@ -373,6 +399,13 @@ CLAIMS: tuple[Claim, ...] = (
        why=("the part of the claim a share of first-token heads can decide: fewer than the 90 % that read as "
             "'100 % BOS'; the printed 36.6-65.4 % is the share on the most common word, which the official "
             "rule gives as a token string the scorecard does not compare across tokenizers"),
+       null=U_NULL),
+    _C("F.word_specialization", "F", "App. F, Table 15", "qwen", "head specialization on one common word",
+       "36.6-65.4 %", _TOPO, page="topology", measure="topology.common_word_heads", rule="within",
+       params={"low": 0.3655, "high": 0.6545}, bare={"low": 0.366, "high": 0.654},
+       tolerance="half the last printed digit, the paper's own precision",
+       why=("the other half of the claim: the share of heads (official layers) on the most common specialized "
+            "token that is not a first token, within the range printed across the Qwen models"),
        null=U_NULL),
     _C("F.persistence_falls", "F", "App. F", "qwen", "H0 persistence with depth", "decreases", _TOPO, page="topology",
        measure="topology.persistence_late_minus_early", rule="below", params={"threshold": 0.0},
@@ -624,6 +657,29 @@ CLAIMS: tuple[Claim, ...] = (
     _C("J.stronger_reference", "J", "App. J", "pythia", "reference points with model size",
        "stronger in larger models", _TOPO,
        untestable="a comparison across Pythia sizes; the verdict layer decides claims per model"),
+    # --------------------------------------------------------------------------- accounts published after the paper
+    _C("later.first_physical", LATER, "arXiv 2509.21042", "decoders", "the sink stays on the first physical token",
+       "the causal mask, not the rotary code, places the sink", "", page="position_interventions",
+       measure="positions.sink_on_physical0", rule="above", params={"threshold": 0.5},
+       why="with the position ids shuffled, the sink of most sink layers stays on physical position 0",
+       null=f"{U_NULL} (no sink), and the random-initialized twin", source="2509.21042"),
+    _C("later.norm_spike", LATER, "arXiv 2510.06477", "decoders",
+       "the sink forms where the first token's residual norm spikes", "the same layers", "",
+       page="position_interventions", measure="positions.onset_minus_norm_spike", rule="within",
+       params={"low": -1.0, "high": 1.0},
+       why=("the layer where the first-token share rises (halfway to its maximum) within one layer of the layer "
+            "where the first token's relative residual norm does"),
+       null="the norm profile with its layers shuffled", source="2510.06477"),
+    _C("later.no_early_attractors", LATER, "arXiv 2606.02378", "decoders",
+       "the first two layers have no first-token-attractor heads", "none", "", page="position_interventions",
+       measure="positions.early_attractor_heads", rule="below", params={"threshold": 0.5},
+       why="no head of layers 0-1 with a mean first-token share of 0.5 or more, in the whole bootstrap interval",
+       null="the model's own layers in random order", source="2606.02378"),
+    _C("later.noop_sinks", LATER, "arXiv 2606.08105", "all", "sink heads are no-ops: a short sink value",
+       "the sink token's value vector is short relative to the others", "", page="position_interventions",
+       measure="positions.sink_value_ratio", rule="below", params={"threshold": 1.0},
+       why="the median, over sink heads, of the first token's value norm over the other tokens' median stays under 1",
+       null="the random-initialized twin", source="2606.08105"),
 )
 
 CLAIMS_BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}
@@ -643,8 +699,11 @@ BULLETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Reference frames are modeled as distinguished points", _FRAMES3),
     ("Centralized frames use one dominant anchor", _FRAMES3),
     ("Softmax constrains attention to the probability simplex", ("3.2.near_vertex", "3.2.fisher_rao")),
-    ("With standard RoPE, the first token", ("3.3.small_key", "3.3.aligned_key", "3.4.rope_identity")),
-    ("Position encodings guide distinct reference-frame geometries", ("3.4.encoding_decides", "5.1.star")),
+    ("With standard RoPE, the first token", ("3.3.small_key", "3.3.aligned_key", "3.4.rope_identity",
+                                             "3.4.rope_origin")),
+    ("Position encodings guide distinct reference-frame geometries", ("3.4.encoding_decides", "5.1.star",
+                                                                       "3.4.scaled_rope_bias",
+                                                                       "3.4.absolute_bidirectional")),
     ("Persistent homology tracks connected components", ("4.thresholds",)),
     ("Information-theoretic and value-space analyses", ("4.samples",)),
     ("The study analyzes decoder-only and encoder-only models", ("4.samples",)),
@@ -674,7 +733,7 @@ BULLETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Meaningful graph structures emerge", ("E.effective_thresholds", "E.sign_flip")),
     ("Removing sinks reduces attention-distribution uniformity", ("E.kl_negative", "E.kl_values")),
     ("Sink concentration remains", ("E.concentration", "F.early_concentration")),
-    ("Qwen models show moderate specialization", ("F.specialization",)),
+    ("Qwen models show moderate specialization", ("F.specialization", "F.word_specialization")),
     ("All Qwen models show decreasing persistence", ("F.persistence_falls", "F.instruct_integration")),
     ("Star-likeness peaks in middle layers", ("F.star_peak",)),
     ("Algebraic-connectivity peaks occur only", ("F.connectivity_peak",)),

@@ -17,7 +17,9 @@ original function computes the weights, the edit changes them, and the output is
 ``weights @ values``.
 Rows whose whole visible mass sat on the removed key (query 0 of a causal model when key 0 is
 removed) are left unchanged: they have nothing to renormalize. The control removes one random
-non-sink key (seeded, one per sentence) instead of position 0.
+non-sink key (seeded, one per sentence) instead of position 0; a second random key (``random2``,
+another seeded draw, a different key where the sentence has two) is the null of the paired comparison:
+``random2 - random`` is what ``sink - random`` would be if position 0 were a key like any other.
 """
 
 from __future__ import annotations
@@ -36,9 +38,9 @@ from ..extraction.hooks import Edit, attention_hook
 from ..models import LoadedModel
 from ..types import RunOptions
 
-CONDITIONS = ("sink", "random")
+CONDITIONS = ("sink", "random", "random2")
 #: version of the output-check computation (enters the cache key)
-OUTPUT_CHECK_VERSION = 2
+OUTPUT_CHECK_VERSION = 3
 
 
 def remove_key(keys: torch.Tensor) -> Edit:
@@ -66,6 +68,22 @@ def random_keys(lengths: list[int], seed: int) -> list[int]:
     """One key per sentence drawn uniformly from positions ``1..n-1`` (seeded)."""
     rng = np.random.default_rng(seed)
     return [int(rng.integers(1, n)) if n > 1 else -1 for n in lengths]
+
+
+def second_random_keys(lengths: list[int], first: list[int], seed: int) -> list[int]:
+    """Per sentence a key from ``1..n-1`` other than ``first`` where there is one (seeded apart from
+    :func:`random_keys`)."""
+    rng = np.random.default_rng([seed, 2])
+    out = []
+    for n, k in zip(lengths, first, strict=True):
+        if n < 2:
+            out.append(-1)
+        elif n == 2:
+            out.append(1)
+        else:
+            j = int(rng.integers(1, n - 1))  # one of the n - 2 non-sink keys other than k
+            out.append(j if j < k else j + 1)
+    return out
 
 
 def _outputs(lm: LoadedModel, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -131,8 +149,10 @@ def output_check(
     """
     o = opts or RunOptions()
     ids = tokenize_for(lm, texts, o)
-    rand = random_keys([len(x) for x in ids], seed)
-    conditions = {"sink": [0 if len(x) > 1 else -1 for x in ids], "random": rand}
+    lengths = [len(x) for x in ids]
+    rand = random_keys(lengths, seed)
+    conditions = {"sink": [0 if len(x) > 1 else -1 for x in ids], "random": rand,
+                  "random2": second_random_keys(lengths, rand, seed)}
     if noop:
         conditions["noop"] = [-1] * len(ids)
     rows = []
@@ -158,7 +178,7 @@ def summarize_check(ref: str, causal: bool, per: pd.DataFrame, seed: int = 0) ->
     paired difference sink - random (KL for decoders, embedding distance for encoders)."""
     metric = "kl" if causal else "distance"
     rows = []
-    for cond in [c for c in ("sink", "random", "noop") if c in set(per["condition"])]:
+    for cond in [c for c in ("sink", "random", "random2", "noop") if c in set(per["condition"])]:
         d = per[per["condition"] == cond].sort_values("sentence")
         mean, lo, hi = stats.bootstrap_ci(d[metric].to_numpy(), seed=seed)
         row = {"model": ref, "condition": cond, "metric": metric, "mean": mean, "ci_low": lo, "ci_high": hi}

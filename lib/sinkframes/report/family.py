@@ -309,6 +309,35 @@ def verdict_table(fr: FamilyResults) -> pd.DataFrame:
     return pd.concat([table, pd.DataFrame(missing)], ignore_index=True).fillna("")
 
 
+def scorecard_note(fr: FamilyResults, profile: str, n_sentences: int) -> str:
+    """Where the scorecard's verdicts on these claims come from: the section page that tests each claim saves them,
+    with that page's sentence count; this page measures the same quantities again on its own sentences, so its
+    numbers can differ from the scorecard's (within their intervals) when the counts differ."""
+    from ..book.manifest import reader_manifest
+
+    manifest = reader_manifest()
+    tested = {v.claim for v in family_verdicts(fr)}
+    if manifest is None or not tested:
+        return ""
+    pages = {p.id: p for p in manifest.pages}
+    by_page: dict[str, list[str]] = {}
+    for c in appendix_claims(fr.family.key):
+        if c.id in tested and c.page in pages:
+            by_page.setdefault(c.page, []).append(c.id)
+    parts, differ = [], False
+    for pid, ids in by_page.items():
+        n = pages[pid].parameters.get(profile, {}).get("n_sentences")
+        differ = differ or n != n_sentences
+        parts.append(f"{', '.join(ids)} from *{pages[pid].title}* ({n} sentences)")
+    text = ("The scorecard's verdicts on these claims are those of the section pages that test them: "
+            + "; ".join(parts) + ".")
+    if differ:
+        text += (f" This page measures the same quantities again on its own {n_sentences} sentences, so an "
+                 "estimate here can differ from the scorecard's where the counts differ; the two agree within "
+                 "their intervals unless the verdict is fragile.")
+    return text
+
+
 def evidence_summary(fr: FamilyResults) -> str:
     """What this family's evidence supports, counted from the verdicts, in plain words."""
     fam = fr.family

@@ -9,24 +9,21 @@ if TYPE_CHECKING:
 
 
 def frame_verdicts(frames: list[ModelResult]) -> str:
-    """Plain statements: the frame each model's evidence points to, against the paper's family label."""
+    """Plain statements: the frame each model's evidence points to, beside the paper's family label (the
+    registry's 3.1 claims decide the comparison; this text only describes it)."""
     lines = []
     for f in frames:
         paper = f.record["paper_frame"]
         frame = f.data["frame"]
-        if frame == "undefined":
-            lines.append(
-                f"- `{f.ref}`: no frame type ({f.data['reason']}); the paper's label for the "
-                f"{f.record['family']} family is **{paper}**, untested here."
-            )
-            continue
+        family = f.record["family"]
         if paper == "not assigned":
-            verdict = f"the paper assigns no frame type to the {f.record['family']} family: no label to compare"
-        elif paper == frame:
-            verdict = f"this agrees with the paper's **{paper}** label for the {f.record['family']} family"
+            label = f"the paper assigns no frame type to the {family} family"
         else:
-            verdict = f"this **differs** from the paper's **{paper}** label for the {f.record['family']} family"
-        lines.append(f"- `{f.ref}` looks **{frame}** ({f.data['reason']}); {verdict}.")
+            label = f"the paper's label for the {family} family is **{paper}** (claim `3.1.{paper}` below)"
+        if frame == "undefined":
+            lines.append(f"- `{f.ref}`: no frame type ({f.data['reason']}); {label}.")
+            continue
+        lines.append(f"- `{f.ref}` looks **{frame}** ({f.data['reason']}); {label}.")
     return "\n".join(lines)
 
 

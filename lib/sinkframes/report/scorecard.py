@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..book.manifest import Manifest, ManifestError, reader_manifest
 from ..paper import APPENDIX_OF, CLAIMS, Claim
+from ..paper.claims import LATER, PAPER
 from ..verdicts import NOT_EVALUATED, QUESTIONS, STATUSES, PageVerdicts, Verdict
 
 NOT_THIS_FAMILY = "-"
@@ -123,7 +124,8 @@ def html_table(table: pd.DataFrame, manifest: Manifest | None = None) -> str:
     out = [SCORECARD_STYLE, '<table class="scorecard">',
            "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     for section, g in table.groupby("section", sort=False):
-        out.append(f'<tr><th colspan="{len(head)}">Section {html.escape(str(section))}</th></tr>')
+        label = "Accounts published after the paper" if section == LATER else f"Section {section}"
+        out.append(f'<tr><th colspan="{len(head)}">{html.escape(label)}</th></tr>')
         for _, r in g.iterrows():
             target = titles.get(appendix_page.get(str(r["section"]), r["page"]))
             claim = html.escape(r["claim"])
@@ -151,6 +153,52 @@ def provenance_line(profile: str, saved: dict[str, PageVerdicts]) -> str:
     weights = {m: str(r["weights"]) for m, r in models_of(saved).items() if r.get("weights")}
     return provenance(profile, list(models_of(saved)), n, dataset, seed, weights=weights) + (
         f" Verdicts saved by {len(saved)} pages: {', '.join(f'`{p}`' for p in saved)}.")
+
+
+#: the paper's central claims, and the later accounts the book weighs them against, in the order the box lists
+#: them: (line, the claims whose verdicts fill it)
+CENTRAL: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("The frame type follows the family the paper assigns (Sec. 3.1)",
+     ("3.1.centralized", "3.1.distributed", "3.1.bidirectional")),
+    ("Decoders give 30-40 % of their attention to the first token (Sec. 1)", ("1.bos_share",)),
+    ("Centralized frames make star-like threshold graphs (Sec. 5.1)", ("5.1.star",)),
+    ("Removing the sink lowers the KL in every region of a centralized model (Sec. 5.1)", ("5.1.kl_negative",)),
+    ("Fisher information sits in the early layers of a centralized model (Sec. 5.1)", ("5.1.fisher_early",)),
+    ("Removing the sink harms the model more than removing another key (Sec. 1)", ("1.removal_hurts",)),
+    ("Reference frames emerge early in training (App. B)", ("B.early_emergence",)),
+    ("Changing the position encoding at fixed weights changes the frame (Sec. 3.4)", ("3.4.encoding_decides",)),
+    ("The sink follows position 0 of the rotary code (Sec. 3.3-3.4)", ("3.4.rope_origin",)),
+    ("... or the first physical token (arXiv 2509.21042)", ("later.first_physical",)),
+)
+BADGES = {"supported": "\u2714 supported", "not supported": "\u2718 not supported",
+          "not diagnostic": "\u2248 not diagnostic", "inconclusive": "? inconclusive",
+          "not evaluated": "\u2013 not evaluated"}
+
+
+def findings(saved: dict[str, PageVerdicts], profile: str, manifest: Manifest | None = None) -> str:
+    """"What this book finds": one line per central claim (:data:`CENTRAL`) with each tested model's *holds?*
+    verdict, our estimate and the paper's value, linked to the page that shows the evidence. Written from the
+    saved verdicts only."""
+    manifest = manifest or reader_manifest()
+    pages = {p.id: p.output.split("/")[-1].replace(".ipynb", ".html") for p in manifest.pages} if manifest else {}
+    found = _index(saved)
+    by_id = {c.id: c for c in CLAIMS}
+    lines = [f"**What this book finds** (the `{profile}` profile; *holds?*, the corrected computation):", ""]
+    for text, ids in CENTRAL:
+        cells = []
+        for ref in models_of(saved):
+            v = next((found[(i, ref, "holds")] for i in ids if (i, ref, "holds") in found), None)
+            if v is None:
+                continue
+            est = f" {v.estimate.text()}" if v.estimate is not None and v.status != NOT_EVALUATED else ""
+            cells.append(f"`{ref}` {BADGES.get(v.status, v.status)}{est}")
+        claim = by_id[ids[0]]
+        link = f" ([evidence]({pages[claim.page]}#what-the-evidence-supports))" if claim.page in pages else ""
+        said = "paper" if claim.source == PAPER else f"arXiv {claim.source}"
+        printed = " / ".join(by_id[i].printed for i in ids)
+        body = "; ".join(cells) if cells else "no model of this profile is tested on it"
+        lines.append(f"- **{text}** ({said}: *{printed}*){link}: {body}.")
+    return "\n".join(lines)
 
 
 def summary(saved: dict[str, PageVerdicts], profile: str) -> str:

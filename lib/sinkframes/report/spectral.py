@@ -19,10 +19,10 @@ def middle_peak_notes(peaks: pd.DataFrame) -> str:
     """Per model: at which thresholds the corrected lambda2 has a middle-layer peak (interval above 1)."""
     lines = []
     for model, g in peaks.groupby("model", sort=False):
-        yes = g[g.verdict == "middle peak"].threshold.tolist()
-        no = g[g.verdict == "no middle peak"].threshold.tolist()
+        yes = g[g["interval vs 1"] == "above 1"].threshold.tolist()
+        no = g[g["interval vs 1"] == "below 1"].threshold.tolist()
         dip = g[g["middle dip"]].threshold.tolist()
-        lines.append(f"- `{model}`: middle-layer peak of lambda2 at t = {_fmt_ts(yes)}; clearly no peak at "
+        lines.append(f"- `{model}`: middle-layer peak of lambda2 (interval above 1) at t = {_fmt_ts(yes)}; no peak at "
                      f"t = {_fmt_ts(no)} (factors {g['peak factor'].min():.2f} to {g['peak factor'].max():.2f}; "
                      f"the paper reports 1.01x-1.61x for Llama); middle dip (a U shape) at t = {_fmt_ts(dip)}.")
     return "\n".join(lines)

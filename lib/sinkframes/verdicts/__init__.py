@@ -5,6 +5,7 @@ faithful computation, ``holds`` with the corrected one) of every claim of ``pape
 concerns the model's family or frame type and that the analysis measures.
 """
 
+from . import position_measures  # noqa: F401  (registers the position-intervention measures)
 from .evaluate import claims_of, evaluate, evaluate_model
 from .measures import MEASURES, NULLS, Measure, boot
 from .nulls import null_result, uniform_attention

@@ -16,7 +16,7 @@ from .verdict import NOT_EVALUATED, QUESTIONS, SUPPORTED, Estimate, Verdict
 
 #: what each kind of null is called on the page
 NULL_NAMES = {"attention": "uniform attention", "uniform_graph": "uniform attention, thresholded",
-              "layer_order": "layers in random order"}
+              "layer_order": "layers in random order", "random_twin": "random-initialized twin"}
 
 
 def claims_of(result: ModelResult) -> list[Claim]:
@@ -58,6 +58,9 @@ def evaluate_model(result: ModelResult) -> list[Verdict]:
             return m.fn(null_of(kind), mode)
         if kind == "layer_order":
             return layer_order_null(m.name, result, mode)
+        if kind == "random_twin":  # the same measure on the twin's own result, when the analysis ran one
+            twin = result.data.get("twin")
+            return None if twin is None else m.fn(twin, mode)
         fn: Callable[[ModelResult, Mode], Any] = NULLS[kind]
         return fn(result, mode)
 

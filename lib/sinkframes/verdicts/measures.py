@@ -413,18 +413,30 @@ NULLS["equal_fisher_peak"] = lambda r, mode: (
 NULLS["none"] = lambda r, mode: None
 
 
-@measure("information.output_sink_minus_random", "information", null="none")
-def output_sink_minus_random(r: ModelResult, mode: Mode) -> Estimate | None:
+def _removal_difference(r: ModelResult, mode: Mode, removed: str) -> Estimate | None:
+    """The paired per-sentence difference ``removed - random`` of the output change (KL for decoders, embedding
+    distance for encoders), bootstrapped over sentences."""
     out = r.data.get("output")
     if mode == "faithful" or out is None:
         return None
     per = out.per_sentence
+    if removed not in set(per["condition"]):
+        return None  # an output check cached before the second random key existed
     metric = "kl" if out.causal else "distance"
-    s = per[per["condition"] == "sink"].sort_values("sentence")[metric].to_numpy()
+    s = per[per["condition"] == removed].sort_values("sentence")[metric].to_numpy()
     q = per[per["condition"] == "random"].sort_values("sentence")[metric].to_numpy()
     est = boot(s - q, float, _seed(r))
     return Estimate(est.value, est.low, est.high, est.n, est.interval,
-                    f"{metric}: sink {s.mean():.4g}, random key {q.mean():.4g}", est.undetermined)
+                    f"{metric}: {'sink' if removed == 'sink' else 'second random key'} {s.mean():.4g}, random key "
+                    f"{q.mean():.4g}", est.undetermined)
+
+
+@measure("information.output_sink_minus_random", "information", null="second_random_key")
+def output_sink_minus_random(r: ModelResult, mode: Mode) -> Estimate | None:
+    return _removal_difference(r, mode, "sink")
+
+
+NULLS["second_random_key"] = lambda r, mode: _removal_difference(r, mode, "random2")
 
 
 # ----------------------------------------------------------------------------- spectral graphs (chapter 4)
@@ -821,6 +833,27 @@ def the_heads(r: ModelResult, mode: Mode) -> Estimate | None:
     words = spec[col].astype(str).str.replace("\u0120", "", regex=False).str.replace("\u2581", "", regex=False)
     share = float((words.str.strip().str.lower() == "the").mean())
     return Estimate(share, n=len(spec), interval="none (share of heads)", detail=f"{len(spec)} heads")
+
+
+@measure("topology.common_word_heads", "topology")
+def common_word_heads(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Share of heads (official layers) whose specialized token is the most common one among the heads that do
+    not fix on a position-0 token (the sentences' first tokens, BOS included): App. F's "specialization on common
+    linguistic elements rather than BOS". The token is read by the official rule (faithful) or the corrected one;
+    a share of heads, so no interval."""
+    from ..analyses.topology import head_specialization
+
+    spec = head_specialization(r)
+    col = "faithful token" if mode == "faithful" else "token"
+    toks = r.data.get("faithful_tokens", r.data["tokens"]) if mode == "faithful" else r.data["tokens"]
+    first = {t[0] for t in toks if t}
+    words = spec.loc[~spec[col].isin(first), col]
+    if words.empty:
+        return Estimate(0.0, n=len(spec), interval="none (share of heads)",
+                        detail=f"every one of {len(spec)} heads fixes on a first token")
+    word, count = words.value_counts().index[0], int(words.value_counts().iloc[0])
+    return Estimate(count / len(spec), n=len(spec), interval="none (share of heads)",
+                    detail=f"{count} of {len(spec)} heads on {word!r}")
 
 
 # ----------------------------------------------------------------------------- softmax geometry (chapter 2)

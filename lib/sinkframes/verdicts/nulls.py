@@ -100,6 +100,10 @@ def null_result(result: ModelResult, graph: str = "dense") -> ModelResult:
         from ..metrics.simplex import SimplexSummaryReducer
 
         r = softmax_geometry.simplex_from_summaries(rec, null_summaries(result, SimplexSummaryReducer()), seed=seed)
+    elif result.analysis == "positions":
+        from ..analyses import positions
+
+        r = positions.null_from(result)
     else:
         raise ValueError(f"no attention null for analysis {result.analysis!r}")
     r.params = {**result.params, **r.params,

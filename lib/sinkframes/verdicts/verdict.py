@@ -138,6 +138,7 @@ def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
 def verdict_lines(verdicts: list[Verdict]) -> str:
     """Markdown bullets: per claim and model, both answers with the numbers behind them."""
     from ..paper import CLAIMS_BY_ID
+    from ..paper.claims import PAPER
 
     by: dict[tuple[str, str], dict[str, Verdict]] = {}
     for v in verdicts:
@@ -165,5 +166,6 @@ def verdict_lines(verdicts: list[Verdict]) -> str:
             if v.reason:
                 body += f"; {v.reason}"
             parts.append(body)
-        lines.append(f"- `{model}`, {c.id} ({c.quantity}; paper: {c.printed}): " + ". ".join(parts) + ".")
+        said = "paper" if c.source == PAPER else f"arXiv {c.source}"
+        lines.append(f"- `{model}`, {c.id} ({c.quantity}; {said}: {c.printed}): " + ". ".join(parts) + ".")
     return "\n".join(lines)

@@ -1,0 +1,317 @@
+"""Position interventions (Sec. 3.4 tested by counterfactual): change the encoding, keep the weights.
+
+For each model, one cached pass over the sentences per intervention of ``probes.positions`` (the
+unmodified pass first), each reduced by ``metrics.positions.PositionReducer``; per intervention:
+
+- the **frame label** of the corrected classifier (``analyses.frames.classify``) on the pass's sink
+  evidence, with the mask the pass used (an encoder under the causal-mask intervention is read as
+  causal, so it cannot be labelled bidirectional by construction);
+- the first- and last-token shares per layer, and **where the sink sits**: per sentence and *sink
+  layer* (a layer whose unmodified sink sits on physical position 0 in at least half the sentences),
+  whether the intervened sink is on physical position 0, on the token that carries position id 0
+  (permutations), on the original first token (token edits), elsewhere, or gone;
+- a **function check**: the change of next-token loss on the original tokens (decoders) or the cosine of
+  the mean-pooled sentence embedding to the unmodified one (encoders). An intervention that raises the
+  loss by more than :data:`MAX_LOSS_RISE` nats, or leaves a cosine under :data:`MIN_EMBEDDING_COSINE`,
+  has broken the model: it is reported, and its frame is not scored;
+- per layer, the first token's residual norm over the other tokens' and, where the attention hook reads
+  values, the first token's value norm over the others' per KV head.
+
+The model's random-initialized twin (``random:<ref>``) runs the passes its nulls read
+(``probes.positions.TWIN_NAMES``): the null a change must beat (an untrained network whose attention moves
+with the encoding too).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import stats
+from ..extraction.run import run_cached
+from ..metrics.positions import PositionReducer
+from ..models.loading import RANDOM_PREFIX
+from ..models.registry import hook_supports
+from ..probes import positions as probe
+from ..types import Mode, RunOptions
+from .base import ModelResult, Results, each_model, register_tables
+from .frames import classify
+
+ANALYSIS = "positions"
+#: the function check: an intervention that raises the mean next-token loss by more than this many nats
+#: (perplexity times e) or leaves the mean cosine of sentence embeddings to the unmodified ones under
+#: MIN_EMBEDDING_COSINE has broken the model, and its frame is not read as evidence
+MAX_LOSS_RISE = 1.0
+MIN_EMBEDDING_COSINE = 0.8
+#: a sink layer: one whose unmodified sink sits on physical position 0 in at least this share of sentences
+SINK_LAYER_SHARE = 0.5
+REDUCER = PositionReducer()
+#: the per-sample arrays the frame classifier reads, in ``classify``'s names: [sample, layer] head means
+EVIDENCE = {"first_token_share": "first_share", "last_token_share": "last_share",
+            "first_token_concentration": "first_concentration", "reference_count": "reference_count"}
+
+
+def one_pass(ref: str, texts: list[str], iv: probe.Intervention, opts: RunOptions, seed: int
+             ) -> tuple[dict[str, Any], list[dict[str, Any]], bool]:
+    """``(model record, per-sample summaries, cache hit)`` of ``ref`` under ``iv`` (cached on disk)."""
+
+    def iterate(lm: Any, ids: list[list[int]], o: RunOptions, _hidden: bool, _desc: str) -> Any:
+        return probe.run(iv, lm, ids, o.batch_size, seed, o.progress)
+
+    payload, hit = run_cached(ref, texts, {"kind": "position-intervention", **iv.key(), "seed": seed,
+                                           **REDUCER.key()},
+                              lambda sample, _causal: REDUCER(sample), opts, iterate, hidden_states=True,
+                              namespace="positions")
+    return payload["record"], payload["results"], hit
+
+
+def _head_mean(summaries: list[dict[str, Any]], name: str) -> np.ndarray:
+    x = torch.stack([s[name].float() for s in summaries]).numpy()  # [sample, layer, head]
+    return stats.nanmean(x, axis=-1)  # [sample, layer]
+
+
+def _at(summaries: list[dict[str, Any]], where: str) -> np.ndarray:
+    """``[sample, layer]`` head-mean received share of the key at each sample's index ``where`` (NaN: none)."""
+    out = []
+    for s in summaries:
+        k = int(s[where])
+        recv = s["received"].float().numpy()  # [layer, key]
+        out.append(recv[:, k] if k >= 0 else np.full(recv.shape[0], np.nan))
+    return np.stack(out)
+
+
+def arrays(summaries: list[dict[str, Any]], base: list[dict[str, Any]] | None = None) -> dict[str, np.ndarray]:
+    """The per-sample arrays of one pass (``base``: the unmodified pass, for the paired function check)."""
+    out = {k: _head_mean(summaries, k) for k in ("first_share", "last_share", "first_concentration",
+                                                  "reference_count", "sink_concentration")}
+    out["first_share_heads"] = torch.stack([s["first_share"].float() for s in summaries]).numpy()  # [s, l, h]
+    out["sink_index"] = torch.stack([s["sink_index"] for s in summaries]).numpy()  # [sample, layer]
+    out["origin"] = np.array([int(s["origin"]) for s in summaries])
+    out["first"] = np.array([int(s["first"]) for s in summaries])
+    out["n_tokens"] = np.array([int(s["n_tokens"]) for s in summaries])
+    out["at_origin"] = _at(summaries, "origin")
+    out["at_first"] = _at(summaries, "first")
+    out["residual_ratio"] = torch.stack([s["residual_ratio"].float() for s in summaries]).numpy()  # [s, layer+1]
+    out["loss"] = np.array([float(s["loss"]) for s in summaries])
+    if summaries and summaries[0]["value_ratio"] is not None:
+        out["value_ratio"] = torch.stack([s["value_ratio"].float() for s in summaries]).numpy()  # [s, l, kv]
+    if summaries and summaries[0]["pooled"] is not None and base is not None:
+        out["cosine"] = np.array([float(torch.nn.functional.cosine_similarity(s["pooled"].float(), b["pooled"].float(),
+                                                                             dim=0))
+                                  for s, b in zip(summaries, base, strict=True)])
+    return out
+
+
+def evidence_of(m: dict[str, np.ndarray]) -> dict[str, float]:
+    """The classifier's evidence from sentence means ``m[name] [layer]`` (layer means, as ``frames`` does)."""
+    return {k: float(np.nanmean(m[v])) for k, v in EVIDENCE.items()}
+
+
+def frame_of(a: dict[str, np.ndarray], causal: bool) -> str:
+    """The frame label of one pass's arrays (sentence means, then layer means)."""
+    with np.errstate(all="ignore"):
+        return classify(evidence_of({v: stats.nanmean(a[v], axis=0) for v in EVIDENCE.values()}), causal)[0]
+
+
+def sink_layers(base: dict[str, np.ndarray]) -> list[int]:
+    """Layers whose unmodified sink sits on physical position 0 in at least :data:`SINK_LAYER_SHARE` of sentences."""
+    share = (base["sink_index"] == 0).mean(0)  # [layer]
+    return [int(k) for k in np.nonzero(share >= SINK_LAYER_SHARE)[0]]
+
+
+def where_the_sink_is(a: dict[str, np.ndarray], layers: list[int]) -> dict[str, np.ndarray]:
+    """Per sample, the share of ``layers`` whose sink is on physical position 0, else on the token carrying
+    position id 0, else on the original first token (after a prefix or a doubled token), else elsewhere, or
+    gone: exclusive, so the five ``[sample]`` shares sum to 1 (NaN without sink layers)."""
+    if not layers:
+        nan = np.full(a["sink_index"].shape[0], np.nan)
+        return {"physical 0": nan, "position id 0": nan, "original first": nan, "elsewhere": nan, "none": nan}
+    idx = a["sink_index"][:, layers]  # [sample, sink layer]
+    origin, first = a["origin"][:, None], a["first"][:, None]
+    at0 = idx == 0
+    at_origin = (idx == origin) & (origin > 0)
+    at_first = (idx == first) & (first > 0) & ~at_origin
+    return {
+        "physical 0": at0.mean(1),
+        "position id 0": at_origin.mean(1),
+        "original first": at_first.mean(1),
+        "elsewhere": ((idx > 0) & ~at_origin & ~at_first).mean(1),
+        "none": (idx < 0).mean(1),
+    }
+
+
+def function_check(a: dict[str, np.ndarray], base: dict[str, np.ndarray], causal: bool, seed: int
+                   ) -> dict[str, Any]:
+    """The paired function check of one pass against the unmodified one: ``{what, value, low, high, broken}``."""
+    if causal:
+        change = a["loss"] - base["loss"]
+        v, lo, hi = stats.bootstrap_ci(change, seed=seed)
+        return {"what": "loss change (nats)", "value": v, "low": lo, "high": hi,
+                "broken": bool(math.isfinite(v) and v > MAX_LOSS_RISE)}
+    if "cosine" not in a:
+        return {"what": "embedding cosine", "value": math.nan, "low": math.nan, "high": math.nan, "broken": False}
+    v, lo, hi = stats.bootstrap_ci(a["cosine"], seed=seed)
+    return {"what": "embedding cosine", "value": v, "low": lo, "high": hi,
+            "broken": bool(math.isfinite(v) and v < MIN_EMBEDDING_COSINE)}
+
+
+def from_passes(record: dict[str, Any], passes: dict[str, tuple[probe.Intervention, list[dict[str, Any]]]],
+                seed: int = 0) -> ModelResult:
+    """The result of one model from its passes (``name -> (intervention, summaries)``, unmodified first)."""
+    names = list(passes)
+    base_iv, base_s = passes[names[0]]
+    if base_iv.kind != "none":
+        raise ValueError("the first pass must be the unmodified one")
+    base = arrays(base_s, base_s)
+    causal = bool(record["causal"])
+    layers = sink_layers(base)
+    runs, rows = {}, []
+    for k, name in enumerate(names):
+        iv, summaries = passes[name]
+        a = base if k == 0 else arrays(summaries, base_s)
+        run_causal = causal or iv.kind == "causal_mask"
+        check = function_check(a, base, causal, seed + k)
+        where = {w: float(np.nanmean(v)) if np.isfinite(v).any() else math.nan
+                 for w, v in where_the_sink_is(a, layers).items()}
+        frame = frame_of(a, run_causal)
+        runs[name] = {"intervention": asdict(iv), "group": iv.group, "causal": run_causal, "arrays": a,
+                      "frame": frame, "check": check, "where": where}
+        rows.append({"model": record["ref"], "intervention": name, "changes": iv.group, "frame": frame,
+                     "first-token share": float(np.nanmean(a["first_share"])),
+                     "last-token share": float(np.nanmean(a["last_share"])) if not run_causal else 0.0,
+                     "sink on physical 0": where["physical 0"],
+                     "sink on id 0": where["position id 0"] if iv.kind in ("permute", "pe_permute") else math.nan,
+                     "no sink": where["none"], check["what"]: check["value"],
+                     "scored": "no (function broken)" if check["broken"] else "yes"})
+    n_layers = int(record["n_layers"])
+    layer_rows = []
+    for layer in range(n_layers):
+        row = {"layer": layer, "region": stats.region_of(layer, n_layers),
+               "first_token_share": float(np.nanmean(base["first_share"][:, layer])),
+               "sink_on_position0": float((base["sink_index"][:, layer] == 0).mean()),
+               "residual_ratio_in": float(np.nanmean(base["residual_ratio"][:, layer]))}
+        if "value_ratio" in base:
+            row["value_ratio_first"] = float(np.nanmean(base["value_ratio"][:, layer]))
+        layer_rows.append(row)
+    return ModelResult(
+        analysis=ANALYSIS, record=record, n_sentences=len(base_s), layers=pd.DataFrame(layer_rows),
+        heads={"first_token_share": stats.nanmean(base["first_share_heads"], axis=0)},
+        samples={"n_tokens": base["n_tokens"]},
+        data={"runs": runs, "summary": pd.DataFrame(rows), "sink_layers": layers,
+              "baseline_frame": runs[names[0]]["frame"]},
+        params={"seed": seed},
+    )
+
+
+def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, seed: int = 0, twin: bool = True,
+                  **overrides: Any) -> ModelResult:
+    """Every intervention of ``ref``'s grid on ``texts`` (cached per intervention); with ``twin``, the same grid
+    on the random-initialized twin, kept in ``data["twin"]``."""
+    o = RunOptions.build(opts, **overrides)
+    record, base, hit = one_pass(ref, texts, probe.UNMODIFIED, o, seed)
+    grid = probe.interventions_for(record, hook_supports(record.get("architecture")),
+                                   twin=ref.startswith(RANDOM_PREFIX))
+    passes = {probe.UNMODIFIED.name: (probe.UNMODIFIED, base)}
+    hits, skipped = [hit], {}
+    for iv in grid[1:]:
+        try:
+            _, summaries, hit = one_pass(ref, texts, iv, o, seed)
+        except probe.PositionRangeError as exc:  # a table too short for this shift: said on the page, not hidden
+            skipped[iv.name] = str(exc)
+            continue
+        passes[iv.name] = (iv, summaries)
+        hits.append(hit)
+    result = from_passes(record, passes, seed)
+    result.data["skipped"] = skipped
+    result.from_cache = all(hits)
+    result.params.update(asdict(o))
+    if twin and not ref.startswith(RANDOM_PREFIX):
+        result.data["twin"] = analyse_model(f"{RANDOM_PREFIX}{ref}", texts, o, seed=seed, twin=False)
+    return result
+
+
+def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0, twin: bool = True,
+            **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal."""
+    o = RunOptions.build(opts, **overrides)
+    return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed, twin=twin), ANALYSIS)
+
+
+@register_tables(ANALYSIS)
+def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
+    """One table: every intervention of the model (the analysis has no faithful counterpart)."""
+    return {"interventions": result.data["summary"]}
+
+
+def summary_table(results: list[ModelResult]) -> pd.DataFrame:
+    """Every model's interventions, one row each."""
+    return pd.concat([r.data["summary"] for r in results], ignore_index=True) if results else pd.DataFrame()
+
+
+def first_share_grid(result: ModelResult) -> pd.DataFrame:
+    """``[intervention, layer]`` mean first-token share (sentence and head means) of one model."""
+    rows = {name: stats.nanmean(run["arrays"]["first_share"], axis=0) for name, run in result.data["runs"].items()}
+    return pd.DataFrame(rows).T.rename_axis(index="intervention", columns="layer")
+
+
+def null_from(result: ModelResult) -> ModelResult:
+    """``result`` recomputed with uniform attention in every pass (same lengths, masks, token positions and
+    function checks): what the interventions would show if attention had no structure to move."""
+    from ..verdicts.nulls import uniform_attention
+
+    n_layers, n_heads = int(result.record["n_layers"]), int(result.record["n_heads"])
+    made: dict[tuple[int, bool], dict[str, Any]] = {}
+    passes = {}
+    for name, run in result.data["runs"].items():
+        a, causal = run["arrays"], bool(run["causal"])
+        summaries = []
+        for n, origin, first, loss in zip(a["n_tokens"], a["origin"], a["first"], a["loss"], strict=True):
+            key = (int(n), causal)
+            if key not in made:
+                made[key] = REDUCER({"attention": uniform_attention(int(n), n_layers, n_heads, causal),
+                                     "hidden": torch.ones(n_layers + 1, int(n), 1), "causal": causal, "origin": 0,
+                                     "first": 0, "loss": 0.0, "pooled": None, "value_ratio": None})
+            summaries.append({**made[key], "origin": int(origin), "first": int(first), "loss": float(loss)})
+        passes[name] = (probe.Intervention(**run["intervention"]), summaries)
+    null = from_passes({**result.record, "ref": f"null:{result.ref}"}, passes, int(result.params.get("seed", 0)))
+    null.params = {**result.params, "null": "uniform attention"}
+    return null
+
+
+def sink_heads_table(results: list[ModelResult], min_share: float = 0.5) -> pd.DataFrame:
+    """Per model, the sink heads of the unmodified pass (mean first-token share at least ``min_share``) with the
+    first token's value norm over the median of the other tokens' (the KV head the sink head reads): below 1 the
+    sink adds little to the output (a no-op sink, in the sense of arXiv 2606.08105), above 1 it writes a vector of
+    ordinary or larger size into every query's output. Models whose values the attention hook cannot read are
+    left out."""
+    rows = []
+    for r in results:
+        a = r.data["runs"]["unmodified"]["arrays"]
+        if "value_ratio" not in a:
+            continue
+        share = stats.nanmean(a["first_share_heads"], axis=0)  # [layer, head]
+        ratio = stats.nanmean(a["value_ratio"], axis=0)  # [layer, kv_head]
+        group = share.shape[1] // ratio.shape[1]
+        for layer, head in zip(*np.nonzero(share >= min_share), strict=True):
+            v = float(ratio[layer, head // group])
+            rows.append({"model": r.ref, "layer": int(layer), "head": int(head),
+                         "first-token share": float(share[layer, head]), "sink value / other values": v,
+                         "sink value": "short (no-op)" if v < 1 else "not short"})
+    return pd.DataFrame(rows)
+
+
+def sink_heads_summary(results: list[ModelResult], min_share: float = 0.5) -> pd.DataFrame:
+    """:func:`sink_heads_table` counted per model: sink heads, how many have a short sink value, and the median
+    ratio."""
+    t = sink_heads_table(results, min_share)
+    if t.empty:
+        return t
+    g = t.groupby("model", sort=False)
+    return pd.DataFrame({"sink heads": g.size(), "short sink value (no-op)": g["sink value"].apply(
+        lambda s: int((s == "short (no-op)").sum())), "median value ratio": g["sink value / other values"].median()
+    }).reset_index()
