@@ -2,8 +2,8 @@
 #   make book   run every page with the offline profile and build _build/html
 #   make test   lint (ruff, mypy), Chromium for the browser test if missing, then the whole test suite
 # and helpers: make book-large (the offline-large profile), make lab (JupyterLab on the templates), make lint,
-# make test-fast (no real model, no notebook run), make bench, make reproduce (re-execute every page and compare
-# with the committed copies)
+# make test-fast (no real model, no notebook run), make test-colab (the Colab flow in a fresh virtualenv), make bench,
+# make reproduce (re-execute every page and compare with the committed copies)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book book-large chromium test test-fast test-floor test-installed lint lab html bench clean-cache reproduce
+.PHONY: book book-large chromium test test-fast test-floor test-installed test-colab lint lab html bench clean-cache reproduce
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -93,6 +93,11 @@ test-floor: $(FLOOR_STAMP)
 # transformers, in a scratch folder outside the repository
 test-installed:
 	bash tests/installed/run.sh
+
+# the Colab flow: a fresh virtualenv at a Colab runtime's versions (tests/rehearsal/colab-runtime.txt), the template's
+# install cell pointed at this checkout's HEAD, the template run with a reader's edits against the stand-in hub
+test-colab: $(STAMP)
+	SINKFRAMES_COLAB_FLOW=1 $(PY) -m pytest -q tests/rehearsal/test_colab_flow.py
 
 test-fast: lint
 	$(PY) -m pytest -q -m "not slow" tests/unit tests/models

@@ -48,13 +48,7 @@ def load_paper_csv(source: str | Path, sha256: str | None = None) -> pd.DataFram
     """
     src = str(source)
     if src.startswith(("http://", "https://")):
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(src, timeout=60) as resp:  # noqa: S310 - user-given URL
-                data = resp.read()
-        except OSError as exc:
-            raise DatasetError(f"could not download {src}: {exc}. Download it once and pass the local path.") from exc
+        data = _download(src, sha256)
     else:
         path = Path(src).expanduser()
         if not path.exists():
@@ -92,6 +86,46 @@ def load_paper_csv(source: str | Path, sha256: str | None = None) -> pd.DataFram
     if "word_count" not in frame.columns:
         frame["word_count"] = frame["text"].astype(str).map(lambda t: len(t.split()))
     return frame
+
+
+def downloaded_copy(url: str) -> Path:
+    """Where the copy of a CSV downloaded from ``url`` is kept (under the result cache, ``downloads/``)."""
+    from .config import cache_root
+
+    name = Path(url.split("?", 1)[0]).name or "download.csv"
+    return cache_root() / "downloads" / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}-{name}"
+
+
+def _download(url: str, sha256: str | None) -> bytes:
+    """The bytes at ``url``: the kept copy when there is one whose sha256 is ``sha256`` (every page of a build
+    reads the same file, downloaded once), else downloaded and kept."""
+    copy = downloaded_copy(url)
+    if copy.is_file():
+        data = copy.read_bytes()
+        if sha256 is None or hashlib.sha256(data).hexdigest() == sha256:
+            return data
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 - user-given URL
+            data = resp.read()
+    except OSError as exc:
+        raise DatasetError(f"could not download {url}: {exc}. Download it once and pass the local path.") from exc
+    if sha256 is None or hashlib.sha256(data).hexdigest() == sha256:
+        from .cache import atomic_write_bytes
+
+        atomic_write_bytes(copy, data)
+    return data
+
+
+def keep_download(url: str, local: str | Path) -> Path:
+    """Store the local file ``local`` as the downloaded copy of ``url`` (a machine without network, or a
+    mirror); the paper's CSV must still match its pinned sha256 when it is read."""
+    from .cache import atomic_write_bytes
+
+    copy = downloaded_copy(url)
+    atomic_write_bytes(copy, Path(local).expanduser().read_bytes())
+    return copy
 
 
 def load_dataset(

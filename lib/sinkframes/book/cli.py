@@ -1,4 +1,4 @@
-"""Command line: ``python -m sinkframes {models,info,sinks,build,toc,train-emergence}``.
+"""Command line: ``python -m sinkframes {models,info,sinks,build,toc,train-emergence,standin-hub}``.
 
 The interface is stable because other tools call it; ``sinks --json`` prints
 ``{"model", "n_sentences", "frame", "layers": [{"layer", "first_token_share", "last_token_share",
@@ -143,6 +143,24 @@ def _cmd_train_emergence(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_standin_hub(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..corpus import PAPER_CSV_URL, keep_download
+    from ..models.standin_hub import write_standin_hub
+
+    out = Path(args.out).expanduser().resolve()
+    summary = write_standin_hub(out, layers=args.layers, profiles=tuple(args.profiles), progress=True)
+    for repo, revisions in summary.models.items():
+        print(f"{repo:<36} {', '.join(revisions):<20.60} tokenizer: {summary.tokenizers[repo]}")
+    if args.paper_csv:
+        print(f"the paper's CSV ({PAPER_CSV_URL}) is read from {keep_download(PAPER_CSV_URL, args.paper_csv)}")
+    print(f"\n{len(summary.models)} stand-in models in {summary.hub}. Use them with:\n"
+          f"  HF_HOME={out} HF_HUB_OFFLINE=1 SINKFRAMES_MAX_SENTENCES=4 python -m sinkframes build "
+          f"--profile {args.profiles[0]} --out <scratch folder> --no-html")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sinkframes", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -215,6 +233,19 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--check", action="store_true")
     e.add_argument("--check-steps", type=int, default=256, help="with --check: retrain up to this step")
     e.set_defaults(func=_cmd_train_emergence)
+
+    h = sub.add_parser(
+        "standin-hub",
+        help="write a local Hugging Face cache (HF_HOME layout) of shrunk random-weight stand-ins of every model of "
+             "the paper and colab profiles, to rehearse those profiles with no network",
+    )
+    h.add_argument("--out", required=True, help="the folder to use as HF_HOME")
+    h.add_argument("--layers", type=int, default=2, help="layers of each stand-in (default 2)")
+    h.add_argument("--profiles", nargs="+", choices=["paper", "colab"], default=["paper", "colab"])
+    h.add_argument("--paper-csv", default=None,
+                   help="a local copy of wiki_dataset_sink.csv, kept as the download of the profiles' csv_path URL "
+                        "in SINKFRAMES_CACHE")
+    h.set_defaults(func=_cmd_standin_hub)
     return p
 
 

@@ -39,9 +39,12 @@ class Page:
         return self.output
 
     def params_for(self, profile: str) -> dict[str, Any]:
+        """The page's parameters for ``profile`` (sentence counts capped by ``SINKFRAMES_MAX_SENTENCES``)."""
+        from .rehearsal import capped
+
         if profile not in self.parameters:
             raise ManifestError(f"page {self.id!r} has no parameters for profile {profile!r}")
-        return {**self.parameters[profile], "profile": profile}
+        return capped({**self.parameters[profile], "profile": profile})
 
 
 @dataclass

@@ -44,7 +44,10 @@ class PageSetup:
 
     def provenance(self) -> str:
         """The markdown provenance line of the page."""
-        return provenance(self.profile, self.models, len(self.sentences), self.dataset, self.seed, self.opts)
+        from .rehearsal import provenance_note
+
+        return (provenance(self.profile, self.models, len(self.sentences), self.dataset, self.seed, self.opts)
+                + provenance_note())
 
     def verdicts(self, page_id: str, results: list[Any], show: bool = True) -> list[Any]:
         """Both verdicts of every registry claim the ``results`` test; saved for the scorecard
@@ -76,6 +79,7 @@ def profile_label(profile: str, received: dict[str, Any], page_id: str | None = 
     as on Colab); with neither, or an unknown page, the profile name is kept as given.
     """
     from .manifest import ManifestError, reader_manifest
+    from .rehearsal import capped
 
     m = reader_manifest()
     if m is None:
@@ -89,7 +93,7 @@ def profile_label(profile: str, received: dict[str, Any], page_id: str | None = 
         pages = m.pages
     judged = False
     for page in pages:
-        expected = page.parameters.get(profile, {})
+        expected = capped(page.parameters.get(profile, {}))
         shared = [k for k in expected if k in received]
         if not shared:  # nothing in common to compare (a page without parameters, such as the scorecard)
             continue

@@ -79,6 +79,11 @@ def get_model(ref: str, opts: RunOptions | None = None, **overrides: Any) -> mod
         return _MODELS[key]
     for k in [k for k, lm in _MODELS.items() if lm.device.type != "cpu"]:
         del _MODELS[k]
+    from ..models.memory import check
+
+    # the weights' size and one batch's attention, printed before the load; refused when the device cannot hold them
+    check(ref, dtype=o.dtype, device=models.resolve_device(o.device), batch_size=o.batch_size,
+          max_length=o.max_length, revision=o.revision, quantization=o.quantization)
     _MODELS[key] = models.load(ref, dtype=o.dtype, device=o.device, revision=o.revision, quantization=o.quantization)
     STATS["model_loads"] += 1
     sizes = {k: _parameter_bytes(lm) if lm.device.type == "cpu" else KEEP_MODEL_BYTES + 1 for k, lm in _MODELS.items()}

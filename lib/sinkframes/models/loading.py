@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from .. import config
-from .errors import ModelLoadError
+from .errors import ModelLoadError, hub_access_problem
 from .gguf import offline_folder, weights_fingerprint
 from .parts import parts_installed
 from .registry import ENCODER_TYPES, OFFLINE_MODELS, PAPER_MODELS, family_of
@@ -426,6 +426,9 @@ def _from_folder_or_hub(
                 f"tokenizer files, as save_pretrained writes them). Cause: {type(exc).__name__}: "
                 f"{str(exc).splitlines()[0] if str(exc) else ''}"
             ) from exc
+        refused = hub_access_problem(ref, exc)
+        if refused is not None:
+            raise ModelLoadError(f"could not load {ref!r}: {refused}") from exc
         hint = (
             "HF_HUB_OFFLINE is set, so the hub is not contacted"
             if config.hub_offline()

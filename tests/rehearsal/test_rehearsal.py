@@ -1,0 +1,46 @@
+"""The paper and colab profiles, rehearsed end to end: ``python -m sinkframes build --profile <p>`` against the
+stand-in hub (two layers per model, ``HF_HUB_OFFLINE=1``) with three sentences per page
+(``SINKFRAMES_MAX_SENTENCES``), every page executed on the CPU into a scratch folder. Any page error fails."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from sinkframes.book.batch import failed_models, has_error_output
+from sinkframes.book.manifest import load_manifest
+
+from .conftest import REHEARSAL_SENTENCES, run_build
+
+pytestmark = pytest.mark.slow
+
+
+def _text(path) -> str:
+    nb = nbformat.read(path, as_version=4)
+    parts = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            parts.append(str(o.get("text", "")) + str(data.get("text/markdown", "")) + str(data.get("text/plain", "")))
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("profile", ["paper", "colab"])
+def test_every_page_of_the_profile_runs_to_the_end_against_the_stand_in_hub(profile, standin_home, tmp_path):
+    proc = run_build(profile, standin_home, tmp_path)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-6000:]
+    pages = [p for p in load_manifest().pages if profile in p.parameters]
+    for page in pages:
+        out = tmp_path / "pages" / f"{page.output.rsplit('/', 1)[-1]}"
+        assert out.exists(), page.id
+        assert has_error_output(out) == [] and failed_models(out) == [], page.id
+        text = _text(out)
+        if page.id != "scorecard":
+            assert f"with the `{profile}` profile" in text, page.id
+            assert f"capped at {REHEARSAL_SENTENCES} by `SINKFRAMES_MAX_SENTENCES`" in text, page.id
+            # the memory estimate printed before each hub model loads
+            assert "weights" in text and "of attention" in text and "batch_size=" in text, page.id
+    scorecard = _text(tmp_path / "pages" / "00_scorecard.ipynb")
+    assert f"`{profile}` profile" in scorecard
+    appendix_j = _text(tmp_path / "pages" / "appendix_j_pythia.ipynb")
+    assert "EleutherAI/pythia" in appendix_j and "Pipeline check only" not in appendix_j  # real (random) numbers
