@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from .. import stats
 from .heatmap import heatmap
@@ -22,52 +23,77 @@ WHERE_COLOURS = {"physical 0": "#1b7837", "position id 0": "#762a83", "original 
                  "elsewhere": "#f1a340", "none": "#bdbdbd"}
 
 
-def first_share_heatmaps(results: Sequence[ModelResult], ncols: int = 2) -> Figure:
-    """Per model, the first-token share (sentence and head mean) per intervention (rows) and layer (columns);
-    rows of interventions that broke the model are marked with a dagger."""
-    from ..analyses.positions import first_share_grid
-
+def first_share_heatmaps(results: Sequence[ModelResult]) -> Figure:
+    """The first-token share (mean over sentences, heads and layers) per intervention (rows) and model (columns),
+    written in each cell; rotary models in one panel, models with learned absolute positions in the other (their
+    grids differ). A dagger marks an intervention that broke the model (its function check failed)."""
     _style()
-    nrows = -(-len(results) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(6.2 * ncols, 4.6 * nrows), squeeze=False, layout="constrained")
-    for ax, r in zip(axes.flat, results, strict=False):
-        grid = first_share_grid(r)
-        grid.index = [f"{n} \u2020" if r.data["runs"][n]["check"]["broken"] else n for n in grid.index]
-        heatmap(ax, grid, vmin=0, vmax=1, cmap="viridis", xticklabels="auto", yticklabels=True)
-        ax.set_title(r.ref, fontsize=10)
-        ax.set_xlabel("layer")
-    for ax in list(axes.flat)[len(results):]:
-        ax.set_visible(False)
-    fig.suptitle("First-token share per layer under each intervention (\u2020: the function check failed)",
-                 fontsize=11)
+    groups = [[r for r in results if str(r.record["position_encoding"]).startswith("RoPE")],
+              [r for r in results if not str(r.record["position_encoding"]).startswith("RoPE")]]
+    groups = [g for g in groups if g]
+    rows = [len(dict.fromkeys(n for r in g for n in r.data["runs"])) for g in groups]
+    fig, axes = plt.subplots(1, len(groups), figsize=(5.6 * len(groups), 0.34 * max(rows) + 1.6), squeeze=False,
+                             layout="constrained")
+    for ax, g, title in zip(axes[0], groups, ("rotary positions", "learned absolute positions"), strict=False):
+        names = list(dict.fromkeys(n for r in g for n in r.data["runs"]))
+        table = pd.DataFrame({r.ref: {n: float(np.nanmean(run["arrays"]["first_share"]))
+                                      for n, run in r.data["runs"].items()} for r in g}).reindex(names)
+        heatmap(ax, table, vmin=0, vmax=1, cmap="viridis", xticklabels=True, yticklabels=True, cbar=False)
+        for i, n in enumerate(names):
+            for j, r in enumerate(g):
+                v = table.iloc[i, j]
+                if not np.isfinite(v):
+                    continue
+                broken = r.data["runs"][n]["check"]["broken"]
+                ax.text(j + 0.5, i + 0.5, f"{v:.2f}" + (" \u2020" if broken else ""), ha="center", va="center",
+                        fontsize=8, color="white" if v < 0.55 else "black")
+        ax.set_title(title, fontsize=10)
+    fig.suptitle("First-token share under each intervention (\u2020: the function check failed)", fontsize=11)
     return finish(fig)
 
 
+#: the interventions that ask where the sink sits (the others change its strength, not its place)
+PLACEMENT = ("unmodified", "offset 4096", "ids permuted", "shift 64", "partial 0", "table zeroed", "no positions",
+             "first token -> '.'", "first token -> 'house'", "first token doubled", "random prefix 4", "causal mask")
+
+
 def where_the_sink_goes(results: Sequence[ModelResult]) -> Figure:
-    """Per model, for each intervention, the share of sink layers whose sink is on physical position 0, on the
-    token carrying position id 0, on the original first token, elsewhere, or gone (stacked bars)."""
+    """Per model, for the interventions that move positions or tokens (:data:`PLACEMENT`), the share of sink
+    layers whose sink is on physical position 0, on the token carrying position id 0, on the original first
+    token, elsewhere, or gone (stacked bars); decoders in the left column, encoders in the right."""
     _style()
     shown = [r for r in results if r.data["sink_layers"]]
-    fig, axes = plt.subplots(len(shown) or 1, 1, figsize=(11, 2.9 * max(1, len(shown))), squeeze=False,
-                             layout="constrained")
-    for ax, r in zip(axes[:, 0], shown, strict=False):
-        runs = r.data["runs"]
-        names = list(runs)
-        left = np.zeros(len(names))
-        for where, colour in WHERE_COLOURS.items():
-            vals = np.nan_to_num(np.array([runs[n]["where"][where] for n in names], dtype=float))
-            ax.barh(names, vals, left=left, color=colour, label=where)
-            left += vals
-        ax.invert_yaxis()
-        ax.set_xlim(0, 1)
-        ax.set_title(f"{r.ref}: {len(r.data['sink_layers'])} sink layers", fontsize=10)
-        ax.tick_params(axis="y", labelsize=8)
+    columns = [[r for r in shown if r.causal], [r for r in shown if not r.causal]]
+    columns = [c for c in columns if c]
+    nrows = max((len(c) for c in columns), default=1)
+    rows_per = max((sum(n in r.data["runs"] for n in PLACEMENT) for r in shown), default=1)
+    fig, axes = plt.subplots(nrows, max(1, len(columns)), figsize=(10, (0.34 * rows_per + 1.0) * nrows),
+                             squeeze=False, layout="constrained")
+    for c, col in enumerate(columns):
+        for i in range(nrows):
+            ax = axes[i, c]
+            if i >= len(col):
+                ax.set_visible(False)
+                continue
+            r = col[i]
+            runs = r.data["runs"]
+            names = [n for n in PLACEMENT if n in runs]
+            left = np.zeros(len(names))
+            for where, colour in WHERE_COLOURS.items():
+                vals = np.nan_to_num(np.array([runs[n]["where"][where] for n in names], dtype=float))
+                ax.barh(names, vals, left=left, color=colour, label=where)
+                left += vals
+            ax.invert_yaxis()
+            ax.set_xlim(0, 1)
+            ax.set_title(f"{r.ref}: {len(r.data['sink_layers'])} sink layers", fontsize=10)
+            ax.tick_params(axis="y", labelsize=8)
     if not shown:
         axes[0, 0].text(0.5, 0.5, "no model has a layer whose sink sits on position 0", ha="center")
         axes[0, 0].set_axis_off()
     else:
-        axes[0, 0].legend(ncol=5, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.12))
-        axes[-1, 0].set_xlabel("share of (sentence, sink layer) pairs")
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, ncol=5, fontsize=8, loc="outside upper center")
+        fig.supxlabel("share of (sentence, sink layer) pairs", fontsize=10)
     return finish(fig)
 
 
