@@ -64,3 +64,12 @@ def test_the_findings_box_is_written_from_the_saved_verdicts():
     assert "\u2714 supported centralized" in frames and "centralized (one sink) / distributed" in frames
     assert "no model of this profile is tested on it" in next(x for x in text.splitlines() if "emerge" in x)
     assert len([line for line in text.splitlines() if line.startswith("- ")]) == len(scorecard.CENTRAL)
+
+
+def test_an_undetermined_estimate_says_why_in_the_findings_box():
+    vs = [V.Verdict("3.4.rope_origin", "smollm2", "holds", V.INCONCLUSIVE,
+                    V.Estimate(float("nan"), float("nan"), float("nan"), undetermined=True,
+                               detail="the permutation did not run or broke the model"))]
+    saved = {"position_interventions": V.PageVerdicts("position_interventions", "offline", vs, {"smollm2": LLAMA})}
+    line = next(x for x in scorecard.findings(saved, "offline", load_manifest()).splitlines() if "rotary code" in x)
+    assert "? inconclusive (the permutation did not run or broke the model)" in line and "undefined" not in line

@@ -190,7 +190,11 @@ def findings(saved: dict[str, PageVerdicts], profile: str, manifest: Manifest | 
             v = next((found[(i, ref, "holds")] for i in ids if (i, ref, "holds") in found), None)
             if v is None:
                 continue
-            est = f" {v.estimate.text()}" if v.estimate is not None and v.status != NOT_EVALUATED else ""
+            est = ""
+            if v.estimate is not None and v.status != NOT_EVALUATED:
+                e = v.estimate
+                est = f" ({e.detail})" if e.undetermined and e.detail else (" (undetermined)" if e.undetermined
+                                                                             else f" {e.text()}")
             cells.append(f"`{ref}` {BADGES.get(v.status, v.status)}{est}")
         claim = by_id[ids[0]]
         link = f" ([evidence]({pages[claim.page]}#what-the-evidence-supports))" if claim.page in pages else ""

@@ -961,7 +961,9 @@ def sink_formed_fraction(r: ModelResult, mode: Mode) -> Estimate | None:
     return Estimate(_fraction(em["mean_above_at"], final), _fraction(em["possible_from"], final),
                     _fraction(em["formed_at"], final), r.n_sentences, "checkpoints where the 95 % bootstrap "
                     f"interval of the largest layer first-token share first reaches / clears {em['threshold']:g}",
-                    detail=f"of {final} steps", undetermined=em["formed_at"] is None)
+                    detail=f"of {final} steps" + ("; no checkpoint's interval clears the threshold: no sink formed"
+                                                  if em["formed_at"] is None else ""),
+                    undetermined=em["formed_at"] is None)
 
 
 def _untrained_fraction(r: ModelResult, mode: Mode) -> Estimate | None:
