@@ -334,7 +334,6 @@ def _graph_outputs(q: _GraphQuantities, variants: set[str], causal: bool, spectr
                 "corrected/edges": edges,
             }
         )
-
     if q.touched is not None and q.faithful_ev is not None:
         touched, ev = q.touched, q.faithful_ev
         error = total < 2
