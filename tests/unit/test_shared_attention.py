@@ -1,4 +1,4 @@
-"""Attention stored once per build and read by the pages (``extraction.shared``, ``book.batch``)."""
+"""Attention stored once per build and read by the pages (``extraction.shared``, ``book.plan``, ``book.executors``)."""
 
 from __future__ import annotations
 
