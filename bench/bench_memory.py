@@ -1,4 +1,4 @@
-"""Benchmark: peak resident memory of attention extraction, full path against streamed layers.
+"""Benchmark: peak resident memory of attention extraction against a plain forward pass.
 
 Usage: python bench/bench_memory.py [--model smollm2] [--n 8] [--batch-size 16] [--threads N]
 
@@ -12,8 +12,7 @@ after the run:
 - ``forward``: one plain forward pass without attention output or hook (the model's own activations);
 - ``full``: ``iterate_samples`` (the model returns every layer's attention at once);
 - ``stacked``: the same forward followed by one ``torch.stack`` of all layers (the full path as it
-  was before it sliced samples from the per-layer tuple);
-- ``streamed``: ``iterate_layer_outputs`` with a trivial per-layer reduction (attention to key 0).
+  was before it sliced samples from the per-layer tuple).
 
 One JSON object: the peaks in MiB, the size of one layer of attention at that batch, and each
 path's excess over the baseline in layers of attention. The child processes run with glibc's
@@ -42,23 +41,9 @@ from sinkframes.threads import configure
 from sinkframes.types import RunOptions
 
 HERE = Path(__file__).resolve().parent
-PHASES = ("weights", "forward", "full", "stacked", "streamed")
+PHASES = ("weights", "forward", "full", "stacked")
 MIB = 2**20
 TOKENS = 512  # tokens per input
-
-
-class KeyZeroShare:
-    """Per layer and sample: mean attention of the real queries to key 0, per head (``[head]``)."""
-
-    def key(self) -> dict[str, Any]:
-        return {"reducer": "bench_key_zero_share"}
-
-    def layer(self, index: int, weights: torch.Tensor, lengths: list[int], causal: bool) -> list[torch.Tensor]:
-        # weights [batch, head, query, key]
-        return [weights[r, :, :n, 0].mean(-1) for r, n in enumerate(lengths)]  # each [head], a new tensor
-
-    def assemble(self, layers: list[torch.Tensor], causal: bool) -> torch.Tensor:
-        return torch.stack(layers)  # [layer, head]
 
 
 def status_mib(field: str) -> float:
@@ -147,9 +132,6 @@ def measure(phase: str, model: str, n: int, batch_size: int, tokens: int, seed: 
                 att = torch.stack([a.float() for a in out.attentions], 1)  # [batch, layer, head, query, key]
                 _ = att[:, :, :, :, 0].mean(-1)
                 del out, att
-        elif phase == "streamed":
-            for _ in extraction.iterate_layer_outputs(lm, ids, KeyZeroShare(), opts):
-                pass
         elif phase != "weights":
             raise ValueError(f"unknown phase {phase!r}; one of {PHASES}")
     seconds = time.perf_counter() - t0

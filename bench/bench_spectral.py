@@ -5,12 +5,7 @@ head average, plus the corrected variant's degree statistics per head at one thr
 and the same suite with length-sorted chunks of sentences padded into one tensor (``threshold_graph_metrics``
 on ``[sample x layer, N, N]``, head-averaged part only), to show what cross-sentence batching buys.
 
-The suite is timed as the pages run it: ``SpectralReducer.stream`` over the sentences. With more than one
-thread (``--threads``), whole sentences go to helper processes while this process computes others
-(``metrics.graph_workers``); the helpers are started before the timing, and the seconds that took are
-printed as ``helpers_start_s`` (once per process, like loading the model, which the forward time leaves
-out too). ``one_call_per_sentence_s`` is the same suite called sentence by sentence (a helper then takes
-half the layers of each sentence above 50 tokens).
+The suite is timed as the pages run it: the reducer called on each sentence in turn.
 
 Usage: python bench/bench_spectral.py [--model smollm2] [--n 500]
 """
@@ -20,7 +15,6 @@ from __future__ import annotations
 import torch
 
 from harness import arguments, forward_attention, report, timed
-from sinkframes.metrics.graph_workers import start_helpers
 from sinkframes.metrics.graphs import ALL_THRESHOLDS, SpectralReducer, pad_square, threshold_graph_metrics
 
 
@@ -37,12 +31,10 @@ def padded_head_average(atts: list[torch.Tensor], causal: bool, chunk: int = 64)
 def main() -> None:
     args = arguments()
     forward_s, atts, causal = forward_attention(args.model, args.n, args.batch_size, args.seed)
-    start_s, helpers = timed(start_helpers)
     full = SpectralReducer(per_head=True)
     averaged = SpectralReducer(per_head=False)
-    full_s, _ = timed(lambda: list(full.stream(enumerate(atts), causal)))
-    calls_s, _ = timed(lambda: [full(a, causal) for a in atts])
-    avg_s, _ = timed(lambda: list(averaged.stream(enumerate(atts), causal)))
+    full_s, _ = timed(lambda: [full(a, causal) for a in atts])
+    avg_s, _ = timed(lambda: [averaged(a, causal) for a in atts])
     padded_s, _ = timed(lambda: padded_head_average(atts, causal))
     report(
         "spectral",
@@ -50,9 +42,6 @@ def main() -> None:
         args.n,
         forward_s,
         full_s,
-        helpers=helpers,
-        helpers_start_s=round(start_s, 2),
-        one_call_per_sentence_s=round(calls_s, 3),
         head_average_only_s=round(avg_s, 3),
         head_average_padded_batches_s=round(padded_s, 3),
         mean_tokens=round(sum(a.shape[-1] for a in atts) / len(atts), 1),

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sinkframes.book import batch, compare, manifest, pages, params
+from sinkframes.book import batch, compare, execute, manifest, pages, params
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
@@ -98,7 +98,7 @@ def test_toc_matches_manifest():
 def test_executed_pages_are_committed_and_clean(page):
     path = ROOT / page.output
     assert path.exists(), f"{page.output} missing: run `make book`"
-    assert batch.has_error_output(path) == []
+    assert execute.has_error_output(path) == []
     nb = nbformat.read(path, as_version=4)
     streams = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("name") == "stderr"]
     assert not streams
@@ -191,8 +191,8 @@ def smoke_dir(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("page", sorted(M.pages, key=lambda p: p.run_last), ids=lambda p: p.id)
 def test_smoke_run_of_every_template(page, smoke_dir):
-    out = batch.run_page(page, "smoke", ROOT, smoke_dir)
-    assert out.exists() and batch.has_error_output(out) == []
+    out = execute.run_page(page, "smoke", ROOT, smoke_dir)
+    assert out.exists() and execute.has_error_output(out) == []
     assert not list(smoke_dir.glob(".*.running.ipynb"))
     # the section pages save their verdicts beside their copies (a family page shows its appendix's
     # verdicts without saving them: the section pages hold the same claims); the scorecard, run last, reads them
@@ -256,8 +256,6 @@ def test_book_builds_without_warnings(built_html):
 
 def test_an_optional_profile_has_pages_of_its_own_folder_and_toc_part(tmp_path):
     """offline-large: only the pages that define it, written to book/large/, listed in a part of their own."""
-    from sinkframes.book import batch
-
     params = {k: {"x": 2} for k in manifest.PROFILES}
     one = manifest.Page("one", "t.ipynb", "book/01_one.ipynb", "1. One", "Sections", params)
     two = manifest.Page("two", "t.ipynb", "book/02_two.ipynb", "2. Two", "Sections",
@@ -265,7 +263,7 @@ def test_an_optional_profile_has_pages_of_its_own_folder_and_toc_part(tmp_path):
     m = manifest.Manifest(root="book/intro", back_matter=[], pages=[one, two])
     assert [p.id for p in m.pages if "offline-large" in p.parameters] == ["two"]
     assert two.output_for("offline-large") == "book/large/02_two.ipynb" and two.output_for("offline") == two.output
-    assert batch.target_of(two, tmp_path, None, "offline-large") == tmp_path / "book/large/02_two.ipynb"
+    assert execute.target_of(two, tmp_path, None, "offline-large") == tmp_path / "book/large/02_two.ipynb"
     toc = manifest.render_toc(m)
     assert 'caption: Larger models (offline-large profile)\n    chapters:\n      - file: book/large/02_two\n' in toc
     assert "book/large/01_one" not in toc

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sinkframes.book import batch, manifest, page_cache
+from sinkframes.book import batch, execute, manifest, page_cache
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
@@ -67,8 +67,8 @@ def test_an_unchanged_page_is_copied_with_its_verdicts_and_rerun_only_when_asked
     assert saved == [f"{PAGE.id}.json"]
     assert not list(first.glob(".*running*"))  # the page's private verdict folder is gone
 
-    real_run_page = batch.run_page
-    monkeypatch.setattr(batch, "run_page", _only_the_scorecard(real_run_page))
+    real_run_page = execute.run_page
+    monkeypatch.setattr(execute, "run_page", _only_the_scorecard(real_run_page))
     # the scorecard (which always runs) reads the verdicts the reused page brought back
     assert batch.build(profile="smoke", out_dir=str(second), html=False, manifest=WITH_SCORECARD, reuse=True) == 0
     out = capsys.readouterr().out
@@ -78,14 +78,14 @@ def test_an_unchanged_page_is_copied_with_its_verdicts_and_rerun_only_when_asked
 
     # a reused page is pinned again to the commit the build runs at (its library is the same)
     fourth = tmp_path / "fourth"
-    monkeypatch.setattr(batch, "pinned_ref", lambda branch: "abc1234def")
+    monkeypatch.setattr(execute, "pinned_ref", lambda branch: "abc1234def")
     assert batch.build(profile="smoke", out_dir=str(fourth), html=False, manifest=SUB, reuse=True) == 0
     assert "@abc1234def" in (fourth / name).read_text() and "@abc1234def" not in (first / name).read_text()
 
     # without reuse the page executes (here the stand-in kernel refuses, so the build fails)
     import papermill
 
-    monkeypatch.setattr(batch, "run_page", real_run_page)
+    monkeypatch.setattr(execute, "run_page", real_run_page)
     monkeypatch.setattr(papermill, "execute_notebook", _no_kernel)
     assert batch.build(profile="smoke", out_dir=str(third), html=False, manifest=SUB) == 1
     assert not (third / name).exists()

@@ -10,7 +10,7 @@ import json
 import nbformat
 import pytest
 
-from sinkframes.book import batch, manifest
+from sinkframes.book import execute, manifest
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
@@ -27,11 +27,11 @@ def test_a_failing_model_is_reported_the_others_render_and_an_edit_reruns(tmp_pa
     smoke = page.params_for("smoke")
     broken = dataclasses.replace(page, parameters={"smoke": {**page.parameters["smoke"],
                                                              "models": ["tiny:llama", "tiny:nonexistent"]}})
-    with pytest.raises(batch.PartialPageError, match="tiny:nonexistent"):
-        batch.run_page(broken, "smoke", ROOT, tmp_path)
+    with pytest.raises(execute.PartialPageError, match="tiny:nonexistent"):
+        execute.run_page(broken, "smoke", ROOT, tmp_path)
     path = tmp_path / "01_reference_frames.ipynb"
-    assert path.exists() and batch.has_error_output(path) == []  # written, and every cell ran
-    assert batch.failed_models(path) == ["tiny:nonexistent"]
+    assert path.exists() and execute.has_error_output(path) == []  # written, and every cell ran
+    assert execute.failed_models(path) == ["tiny:nonexistent"]
     nb = nbformat.read(path, as_version=4)
     text = _text(nb)
     assert "unknown tiny architecture" in text and "layers, 4 query heads" in text  # the failure, and tiny:llama

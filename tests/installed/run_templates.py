@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import papermill as pm
 
-from sinkframes.book.batch import failed_models, has_error_output
+from sinkframes.book.execute import failed_models, has_error_output
 from sinkframes.book.manifest import PACKAGED_MANIFEST, load_manifest
 from sinkframes.verdicts.store import ENV as VERDICTS_ENV
 

@@ -137,7 +137,7 @@ def test_a_build_with_bad_parameters_runs_no_page(tmp_path, capsys):
 def test_a_page_whose_kernel_does_not_start_is_started_again_once(tmp_path, monkeypatch, capsys):
     import papermill
 
-    from sinkframes.book import batch, manifest
+    from sinkframes.book import execute, manifest
 
     m = manifest.load_manifest()
     page = m.pages[0]
@@ -151,11 +151,11 @@ def test_a_page_whose_kernel_does_not_start_is_started_again_once(tmp_path, monk
 
     monkeypatch.setattr(papermill, "execute_notebook", flaky)
     with pytest.raises(RuntimeError, match="a cell failed"):  # the second start ran; its own failure is not retried
-        batch.run_page(page, "smoke", manifest.repo_root(), tmp_path)
+        execute.run_page(page, "smoke", manifest.repo_root(), tmp_path)
     assert len(calls) == 2 and "starting it again" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.ipynb")) and not list(tmp_path.glob(".*.ipynb"))
-    assert batch.kernel_start_failure(RuntimeError("Kernel didn't respond to heartbeats in 30 seconds and timed out"))
-    assert not batch.kernel_start_failure(TimeoutError("A cell timed out while it was being executed"))
+    assert execute.kernel_start_failure(RuntimeError("Kernel didn't respond to heartbeats in 30 seconds and timed out"))
+    assert not execute.kernel_start_failure(TimeoutError("A cell timed out while it was being executed"))
 
 
 @pytest.mark.parametrize(("device", "fragment"), [("bogus", "unknown device"), ("cuda", "no CUDA GPU")])

@@ -120,30 +120,3 @@ def test_corrupt_entry_is_recomputed(texts, tmp_path):
     assert not list(entries[0].parent.glob("*.tmp"))
 
 
-class _ReversingReducer:
-    """A reducer with ``stream``: it takes every sample first and answers in reverse order."""
-
-    def __init__(self) -> None:
-        self.streamed = 0
-
-    def key(self) -> dict:
-        return {"reducer": "reversing-test", "version": 1}
-
-    def __call__(self, att: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
-        return {"column_mass": att.float().mean((0, 1, 2)), "causal": torch.tensor(causal)}
-
-    def stream(self, samples, causal):
-        items = list(samples)
-        self.streamed += len(items)
-        return [(i, self(att, causal)) for i, att in reversed(items)]
-
-
-def test_a_reducer_with_stream_gets_every_sample_through_it_and_results_keep_the_text_order(texts):
-    kw = dict(progress=False, device="cpu", use_cache=False)
-    reducer = _ReversingReducer()
-    streamed = extract.summarize("tiny:qwen2", texts, reducer, **kw)
-    assert reducer.streamed == len(texts)
-    plain = extract.extract_attention("tiny:qwen2", texts, **kw)
-    for got, att, tokens in zip(streamed.summaries, plain.attentions, streamed.tokens, strict=True):
-        assert got["column_mass"].shape == (len(tokens),)
-        assert torch.equal(got["column_mass"], reducer(att, True)["column_mass"])

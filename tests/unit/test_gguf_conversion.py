@@ -90,7 +90,7 @@ def test_two_callers_at_once_convert_once(tmp_path, monkeypatch):
 
 
 def test_the_build_converts_first_only_the_gguf_models_its_pages_name_and_lack(tmp_path, monkeypatch):
-    from sinkframes.book import batch
+    from sinkframes.book import plan
     from sinkframes.book.manifest import Page
 
     monkeypatch.setenv("SINKFRAMES_MODELS", str(tmp_path / "models"))
@@ -99,16 +99,16 @@ def test_the_build_converts_first_only_the_gguf_models_its_pages_name_and_lack(t
         Page("b", "t.ipynb", "b.ipynb", "B", "P", {"offline": {"models": ["smollm2", "gemma3"]}}),
         Page("c", "t.ipynb", "c.ipynb", "C", "P", {"offline": {}}),
     ]
-    assert batch.models_to_convert(pages, "offline") == ["smollm2", "gemma3"]  # minilm ships plain weights
+    assert plan.models_to_convert(pages, "offline") == ["smollm2", "gemma3"]  # minilm ships plain weights
     monkeypatch.setattr(conversion, "converted_copy_problem", lambda om, t: None if om.key == "smollm2" else "none")
-    assert batch.models_to_convert(pages, "offline") == ["gemma3"]
+    assert plan.models_to_convert(pages, "offline") == ["gemma3"]
 
 
 def test_a_failed_conversion_is_reported_not_raised(monkeypatch):
-    from sinkframes.book import batch
+    from sinkframes.book import executors
 
     def broken(om):
         raise conversion.ModelLoadError("reading 'gemma3' needs the gguf package")
 
     monkeypatch.setattr(conversion, "offline_folder", broken)
-    assert batch._convert_one("gemma3") == "ModelLoadError: reading 'gemma3' needs the gguf package"
+    assert executors._convert_one("gemma3") == "ModelLoadError: reading 'gemma3' needs the gguf package"

@@ -386,6 +386,47 @@ def test_arpack_is_eigsh_from_the_given_start():
         assert np.array_equal(arpack.eigsh_smallest_dense(lap.toarray(), 3, v0), expected)
 
 
+def test_csr_arrays_from_a_dense_matrix_are_the_constructors():
+    from scipy.sparse import csr_matrix
+
+    from sinkframes.metrics.arpack import csr_parts, eigsh_smallest, eigsh_smallest_dense
+
+    rng = np.random.default_rng(1)
+    dense = np.where(rng.random((57, 57)) > 0.8, rng.standard_normal((57, 57)), 0.0)
+    dense[3] = 0.0  # an empty row
+    dense = dense + dense.T
+    m = csr_matrix(dense)
+    for got, want in zip(csr_parts(dense), (m.indptr, m.indices, m.data), strict=True):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    v0 = g.arpack_start(57)
+    assert np.array_equal(eigsh_smallest_dense(dense, 3, v0), eigsh_smallest(m, 3, v0))
+
+
+@pytest.mark.skipif(not arpack._eigsh_takes_rng(),
+                    reason="SciPy < 1.17: eigsh takes no generator for ARPACK's restarts")
+def test_arpack_restarts_from_a_seeded_generator():
+    """On a graph whose Krylov space runs out (two edges among 60 nodes), ARPACK asks for new random start
+    vectors. ``eigsh`` draws them from the operating system's entropy, so its raw answers differ from call
+    to call; the book's call draws them from ``RESTART_SEED`` and repeats, equal to ``eigsh`` given that seed."""
+    import scipy.sparse.linalg as sla
+    from scipy.sparse import csr_matrix
+
+    from sinkframes.metrics.arpack import RESTART_SEED, eigsh_smallest
+
+    n = 60
+    b = np.zeros((n, n))
+    b[1, 0] = b[2, 0] = 1.0
+    w = 0.5 * (b + b.T)
+    m = csr_matrix(np.diag(w.sum(1)) - w)
+    v0 = g.arpack_start(n)
+    unseeded = {tuple(sla.eigsh(m, k=3, which="SM", v0=v0, return_eigenvectors=False)) for _ in range(4)}
+    assert len(unseeded) > 1  # the case does exercise the random restarts
+    ours = {tuple(eigsh_smallest(m, 3, v0)) for _ in range(4)}
+    assert len(ours) == 1
+    seeded = sla.eigsh(m, k=3, which="SM", v0=v0, return_eigenvectors=False, rng=np.random.default_rng(RESTART_SEED))
+    assert ours == {tuple(seeded)}
+
+
 def test_reducer_refuses_nonfinite_attention():
     from sinkframes.tensors import NonFiniteInputError
 
@@ -444,16 +485,13 @@ def test_reducer_above_fifty_tokens_gives_eigenvalues_of_the_dense_spectrum():
     Fiedler value and the third eigenvalue are eigenvalues of the graph's Laplacian as numpy's dense
     ``eigvalsh`` finds them; on connected graphs they are its lambda2 and lambda3, and the dense variants'
     lambda2 is numpy's everywhere."""
-    from sinkframes.threads import single_torch_thread
-
     L, H, n = 3, 2, 64
     gen = torch.Generator().manual_seed(7)
     logits = 2.0 * torch.randn(L, H, n, n, generator=gen)
     logits[..., 0] += 3.0
     logits = logits.masked_fill(~torch.tril(torch.ones(n, n, dtype=torch.bool)), float("-inf"))
     att = torch.softmax(logits, -1)
-    with single_torch_thread():  # no helper processes: everything here
-        out = g.SpectralReducer(per_head=False)(att, True)
+    out = g.SpectralReducer(per_head=False)(att, True)
     mean = att.mean(1).numpy()  # float32, compared with float32 thresholds as the reducer does
     arpack_graphs = 0
     for ti, t in enumerate(g.ALL_THRESHOLDS):

@@ -13,7 +13,7 @@ from sinkframes.analyses.base import (
     Results,
     each_model,
 )
-from sinkframes.book.batch import failed_models
+from sinkframes.book.execute import failed_models
 from sinkframes.report import model_notes
 
 RECORD = {"ref": "", "architecture": "llama", "family": "llama", "n_layers": 2, "n_heads": 2, "n_kv_heads": 1,

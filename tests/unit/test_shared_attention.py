@@ -1,4 +1,4 @@
-"""Attention stored once per build and read by the pages (``extraction.shared``, ``book.batch``)."""
+"""Attention stored once per build and read by the pages (``extraction.shared``, ``book.plan``, ``book.executors``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from sinkframes import corpus
-from sinkframes.book import batch
+from sinkframes.book import executors, plan
 from sinkframes.book.manifest import Page
 from sinkframes.extraction import batching, shared
 from sinkframes.extraction.attention import iterate_samples
@@ -90,30 +90,30 @@ def test_the_plan_takes_each_models_largest_draw_under_each_setting():
         _page("d", models=["m2"], n_sentences=500, selection="official"),  # sentences chosen otherwise
         _page("e", models=[], n_sentences=50),
     ]
-    plan = {(m, n, s["max_length"]) for m, n, s in batch.attention_plan(pages, "offline")}
-    assert plan == {("m1", 200, 256), ("m2", 200, 256), ("m1", 100, 128)}
+    planned = {(m, n, s["max_length"]) for m, n, s in plan.attention_plan(pages, "offline")}
+    assert planned == {("m1", 200, 256), ("m2", 200, 256), ("m1", 100, 128)}
 
 
 def test_only_the_offline_profile_shares_attention():
-    assert not batch.prepare_models_and_attention([_page("a", models=["tiny:llama"], n_sentences=4)], "smoke", 1)
+    assert not executors.prepare_models_and_attention([_page("a", models=["tiny:llama"], n_sentences=4)], "smoke", 1)
 
 
 def test_the_preparation_converts_each_model_once_largest_first_then_fills(monkeypatch):
     """One pool converts the GGUF models and stores the shared attention: a model's first attention task
     converts it, conversions go first (the larger package first), a model no page shares gets a conversion
     task of its own, and the rest keeps the plan's order."""
-    monkeypatch.setattr(batch, "models_to_convert", lambda pages, profile: ["small", "big", "lonely"])
-    monkeypatch.setattr(batch, "_package_bytes", {"small": 10, "big": 30, "lonely": 20}.get)
+    monkeypatch.setattr(plan, "models_to_convert", lambda pages, profile: ["small", "big", "lonely"])
+    monkeypatch.setattr(plan, "_package_bytes", {"small": 10, "big": 30, "lonely": 20}.get)
     pages = [
         _page("a", models=["plain", "small", "big"], n_sentences=200),
         _page("b", models=["small"], n_sentences=100, max_length=128),
         _page("c", models=["lonely"], n_sentences=10, selection="official"),
     ]
-    tasks, _, _ = batch.preparation_tasks(pages, "offline")
+    tasks, _, _ = plan.preparation_tasks(pages, "offline")
     assert [(m, convert, fill[0] if fill else None) for m, convert, fill in tasks] == [
         ("big", True, 200), ("lonely", True, None), ("small", True, 200), ("plain", False, 200), ("small", False, 100),
     ]
-    smoke, _, _ = batch.preparation_tasks(pages, "smoke")  # no shared attention: conversions alone
+    smoke, _, _ = plan.preparation_tasks(pages, "smoke")  # no shared attention: conversions alone
     assert [(m, convert, fill) for m, convert, fill in smoke] == [("big", True, None), ("lonely", True, None),
                                                                  ("small", True, None)]
 
@@ -123,7 +123,23 @@ def test_long_running_pages_start_first_and_the_rest_keep_the_manifest_order():
 
     numbered = list(enumerate([_page("a"), _page("b"), _page("c"), _page("d")], 1))
     numbered[2][1].long_running = True
-    assert [page.id for _, page in batch.start_order(numbered)] == ["c", "a", "b", "d"]
-    assert [k for k, _ in batch.start_order(numbered)] == [3, 1, 2, 4]  # the pages keep their numbers
+    assert [page.id for _, page in plan.start_order(numbered)] == ["c", "a", "b", "d"]
+    assert [k for k, _ in plan.start_order(numbered)] == [3, 1, 2, 4]  # the pages keep their numbers
     longest = [p.id for p in load_manifest().pages if p.long_running]
     assert longest == ["information_geometry", "emergence"]
+
+
+def test_the_plan_reads_the_values_the_template_sets(tmp_path):
+    """A value the manifest leaves out comes from the template's ``parameters`` cell, else from ``page.setup``'s
+    and ``RunOptions``' defaults: the plan keeps no copy of them."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell('models = ["m1"]\nn_sentences = 30\nmax_length = 64')
+    cell.metadata["tags"] = ["parameters"]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [cell]
+    nbformat.write(nb, tmp_path / "t.ipynb")
+    page = Page("a", str(tmp_path / "t.ipynb"), "a.ipynb", "a", "P", {"offline": {"n_sentences": 40}})
+    settings = {"dataset": "embedded", "csv_path": None, "seed": 0, "max_length": 64, "bos_policy": "default",
+                "dtype": "float32", "device": "auto"}
+    assert plan.attention_plan([page], "offline") == [("m1", 40, settings)]

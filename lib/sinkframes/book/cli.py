@@ -161,7 +161,7 @@ def _cmd_standin_hub(args: argparse.Namespace) -> int:
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:  # long: one add_argument per option, read top to bottom as the help is
     p = argparse.ArgumentParser(prog="python -m sinkframes", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 

@@ -137,17 +137,9 @@ def summarize(
     """Apply ``reducer(attention, causal)`` to each sample as it is produced; keep only its output.
 
     Memory stays ``O(samples x reducer output)`` instead of ``O(samples x layers x heads x n^2)``.
-    ``reducer.key()`` (a dict) identifies the reduction in the cache key. A reducer with a
-    ``stream(samples, causal)`` method (``(index, attention)`` in, ``(index, result)`` out, in any order) is
-    given the samples that way, for the same results (``SpectralReducer``: helper processes).
+    ``reducer.key()`` (a dict) identifies the reduction in the cache key.
     """
     o = RunOptions.build(opts, **overrides)
-    several = getattr(reducer, "stream", None)  # a reducer that takes several samples at once
-
-    def stream(samples: Iterator[tuple[Any, ...]], causal: bool) -> Iterator[tuple[int, Any]]:
-        assert several is not None
-        return several(((i, att) for i, att, _ in samples), causal)
-
     payload, hit = run_cached(
         ref,
         texts,
@@ -157,7 +149,6 @@ def summarize(
         iterate_samples,
         hidden_states=False,
         namespace="extractions",
-        stream=stream if callable(several) else None,
     )
     return Extraction(
         record=payload["record"],

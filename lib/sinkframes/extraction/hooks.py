@@ -13,13 +13,6 @@ attention layers:
   RoPE (and after any query/key norm), values, mask, scaling, the weights and the output before
   the output projection (after the edit, if there is one).
 
-``max_weights=w`` calls the original function on as many batch rows at a time as keep one call's
-weights ``[rows, head, query, key]`` within ``w`` floats (at least one row; sizes read off each
-call's query and key), so one layer's scores and weights never exist for the whole batch (the
-bounded-memory path of ``extraction.streaming``); ``read`` then sees each slice with its
-``first_row``, and the model is handed ``None`` for the weights (use it only with
-``output_attentions=False``).
-
 The original functions are restored on exit, also when the block raises.
 """
 
@@ -54,7 +47,6 @@ class AttentionCall:
     softcap: float | None
     weights: torch.Tensor  # [batch, head, query, key]   post-softmax (after the edit)
     output: torch.Tensor  # [batch, token, head, dim]    weights @ values, before the output projection
-    first_row: int = 0  # the batch row of this call's first row (non-zero only with ``max_weights``)
 
 
 Read = Callable[[AttentionCall], None]
@@ -126,15 +118,11 @@ def attention_hook(
     *,
     read: Read | None = None,
     edit: Edit | None = None,
-    max_weights: int | None = None,
 ) -> Iterator[list[tuple[torch.nn.Module, torch.nn.Module]]]:
     """Within the block, every eager attention call of ``model`` is read and/or edited.
 
-    ``max_weights``: call the original attention on row slices of the batch holding at most this many
-    weights each (see the module docstring). Yields the ``(attention module, output projection)`` pairs, in layer order.
+    Yields the ``(attention module, output projection)`` pairs, in layer order.
     """
-    if max_weights is not None and max_weights < 1:
-        raise ValueError(f"max_weights must be a positive number of attention weights, got {max_weights}")
     layers = attention_layers(model)
     index = {id(att): k for k, (att, _) in enumerate(layers)}
     patched: list[tuple[ModuleType, Callable[..., Any]]] = []
@@ -146,29 +134,6 @@ def attention_hook(
             key: torch.Tensor,
             value: torch.Tensor,
             attention_mask: torch.Tensor | None,
-            *args: Any,
-            **kwargs: Any,
-        ) -> tuple[torch.Tensor, torch.Tensor | None]:
-            batch, heads, tokens = query.shape[0], query.shape[1], query.shape[2]
-            rows = batch if max_weights is None else max(1, max_weights // (heads * tokens * key.shape[2]))
-            if rows >= batch:
-                return one_call(module, query, key, value, attention_mask, 0, *args, **kwargs)
-            outs = []
-            for s in range(0, batch, rows):
-                part = slice(s, s + rows)
-                # a mask with one row broadcasts over the batch: every slice keeps it whole
-                m = attention_mask if attention_mask is None or attention_mask.shape[0] == 1 else attention_mask[part]
-                out, _ = one_call(module, query[part], key[part], value[part], m, s, *args, **kwargs)
-                outs.append(out)
-            return torch.cat(outs), None  # no whole-batch weights: that is the point of slicing
-
-        def one_call(
-            module: torch.nn.Module,
-            query: torch.Tensor,
-            key: torch.Tensor,
-            value: torch.Tensor,
-            attention_mask: torch.Tensor | None,
-            first_row: int,
             *args: Any,
             **kwargs: Any,
         ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -194,7 +159,6 @@ def attention_hook(
                         softcap=kwargs.get("softcap"),
                         weights=weights.detach(),
                         output=out.detach(),
-                        first_row=first_row,
                     )
                 )
             return out, weights

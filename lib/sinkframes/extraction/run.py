@@ -18,8 +18,6 @@ from .batching import get_model, tokenize_for
 
 #: ``iterate(lm, ids, opts, hidden_states, desc)`` yields ``(index, *sample)``
 Iterate = Callable[[models.LoadedModel, list[list[int]], RunOptions, bool, str], Iterator[tuple[Any, ...]]]
-#: ``stream(samples, causal)`` takes ``(index, *sample)`` items and yields ``(index, result)``
-Stream = Callable[[Iterator[tuple[Any, ...]], bool], Iterator[tuple[int, Any]]]
 
 
 def reducer_key(reducer: Any) -> dict[str, Any]:
@@ -46,13 +44,10 @@ def run_cached(
     *,
     hidden_states: bool,
     namespace: str,
-    stream: Stream | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """``({record, texts, tokens, results}, cache hit)`` for ``ref`` on ``texts``.
 
     ``per_sample(*sample, causal)`` reduces each sample as it comes; results follow the text order.
-    ``stream(samples, causal)``, if given, reduces them instead: it takes the iterator of ``(index, *sample)``
-    and yields ``(index, result)`` in any order (a reducer that works on several samples at once).
     """
     texts = list(texts)
     key = cache_key(product, ref, texts, opts, hidden_states=hidden_states)
@@ -61,13 +56,8 @@ def run_cached(
         lm = get_model(ref, opts)
         ids = tokenize_for(lm, texts, opts)
         results: list[Any] = [None] * len(texts)
-        samples = iterate(lm, ids, opts, hidden_states, f"{ref}: forward")
-        if stream is None:
-            for i, *sample in samples:
-                results[i] = per_sample(*sample, lm.record.causal)
-        else:
-            for i, result in stream(samples, lm.record.causal):
-                results[i] = result
+        for i, *sample in iterate(lm, ids, opts, hidden_states, f"{ref}: forward"):
+            results[i] = per_sample(*sample, lm.record.causal)
         tokens = [lm.tokenizer.convert_ids_to_tokens(x) for x in ids]
         return {"record": lm.record.to_dict(), "texts": texts, "tokens": tokens, "results": results}
 

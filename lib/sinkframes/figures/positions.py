@@ -41,7 +41,7 @@ def first_share_heatmaps(results: Sequence[ModelResult]) -> Figure:
         heatmap(ax, table, vmin=0, vmax=1, cmap="viridis", xticklabels=True, yticklabels=True, cbar=False)
         for i, n in enumerate(names):
             for j, r in enumerate(g):
-                v = table.iloc[i, j]
+                v = float(table.to_numpy(dtype=float)[i, j])
                 if not np.isfinite(v):
                     continue
                 broken = r.data["runs"][n]["check"]["broken"]

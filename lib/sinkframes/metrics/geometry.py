@@ -153,7 +153,7 @@ def _row_dot(q: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return (q * x.unsqueeze(2)).sum(-1)
 
 
-def geometry_summary(
+def geometry_summary(  # long: three measures from one pass that shares the per-KV-head means of the keys
     query_pre: torch.Tensor,
     query: torch.Tensor,
     key_pre: torch.Tensor,

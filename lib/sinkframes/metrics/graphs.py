@@ -37,9 +37,8 @@ Degree statistics and eigenvalue differences are computed in float64 (a variance
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,10 +46,8 @@ import torch
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence
 
 from ..tensors import require_finite
-from ..threads import single_torch_thread
 from ..types import MODES, Mode, check_mode
 from .arpack import eigsh_smallest_dense
-from .graph_workers import SplitGraphMetrics, helper_count, map_with_helpers, reducer_job
 
 #: the thresholds of the paper (Sec. 4) and of ``laplacian.ipynb``
 PAPER_THRESHOLDS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
@@ -337,7 +334,6 @@ def _graph_outputs(q: _GraphQuantities, variants: set[str], causal: bool, spectr
                 "corrected/edges": edges,
             }
         )
-
     if q.touched is not None and q.faithful_ev is not None:
         touched, ev = q.touched, q.faithful_ev
         error = total < 2
@@ -372,17 +368,8 @@ def _graph_outputs(q: _GraphQuantities, variants: set[str], causal: bool, spectr
     return {k: v.double() for k, v in out.items()}  # float64 throughout, as numpy computes the official values
 
 
-def one_way_only(att: torch.Tensor, threshold: float) -> bool:
-    """Whether no pair of distinct nodes of ``att`` ``[graph, n, n]`` passes ``threshold`` both ways (so none
-    passes any higher threshold both ways either): always so for causal attention."""
-    b = att.float() > threshold  # [graph, query, key]
-    both = b & b.transpose(-1, -2)
-    both.diagonal(dim1=-2, dim2=-1).zero_()  # a self-loop is not a pair
-    return not bool(both.any())
-
-
 def sentence_graph_metrics(
-    att: torch.Tensor, causal: bool, thresholds: Sequence[float] = ALL_THRESHOLDS, one_way: bool | None = None
+    att: torch.Tensor, causal: bool, thresholds: Sequence[float] = ALL_THRESHOLDS
 ) -> dict[str, torch.Tensor]:
     """:func:`threshold_graph_metrics` (every variant, with spectra) for unpadded graphs ``[graph, n, n]``
     of one size, such as one sentence's layers: the same values bit for bit from fewer, larger tensor calls.
@@ -390,8 +377,6 @@ def sentence_graph_metrics(
     Every quantity comes from the bool threshold graphs; the corrected Laplacian is built in float64
     in one step, and whether any pair passes both ways is read off the degree sums
     (``|max(B, B^T)| = 2 |B| - |B and B^T|`` off the diagonal) instead of a product of matrices.
-    ``one_way`` gives that answer (:func:`one_way_only` at the lowest threshold) for a larger set of graphs
-    that ``att`` is a part of, so that each part is computed as in the whole (``graph_workers``).
     """
     if att.dim() != 3 or att.shape[-1] != att.shape[-2]:
         raise ValueError(f"attention must be [graph, n, n], got {tuple(att.shape)}")
@@ -411,9 +396,7 @@ def sentence_graph_metrics(
     touched = (neighbours > 0) | (loops > 0)  # nodes in the edge list: a link or a self-loop
     undirected = neighbours.sum(-1)  # [threshold, graph]: off-diagonal entries of max(B, B^T)
     directed = (deg - loops).sum(-1).double()  # [threshold, graph]: off-diagonal entries of B
-    if one_way is None:
-        one_way = bool((undirected == 2 * directed).all())
-    if one_way:  # no pair passes both ways
+    if bool((undirected == 2 * directed).all()):  # no pair passes both ways
         faithful_ev = 0.5 * corrected_ev
     else:
         half = B.double()  # [threshold, graph, query, key]
@@ -447,8 +430,7 @@ class SpectralReducer:
     threshold in ``ALL_THRESHOLDS`` (the corrected and both faithful variants), and, if
     ``per_head``, ``{"head/<metric>": [layer, head]}`` for the corrected variant's degree statistics
     at ``head_threshold`` (per-head spectra at every threshold would cost more than the forward pass).
-    In a process given several threads, a sentence above ``LAPLACIAN_DENSE_MAX_TOKENS`` tokens is split
-    over helper processes (``graph_workers``). ``version`` enters cache keys: bump it when the output
+    ``version`` enters cache keys: bump it when the output
     changes (8: ARPACK's restarts seeded).
     """
 
@@ -478,27 +460,10 @@ class SpectralReducer:
         mean = a.mean(1)  # [layer, query, key]
         if not bool(torch.isfinite(mean.sum())):  # NaN and inf reach the sum; a finite overflow passes below
             require_finite(attn)
-        # split only where ARPACK runs (above 50 tokens): shorter sentences ran slower split (measured)
-        helpers = helper_count() if n > LAPLACIAN_DENSE_MAX_TOKENS else 0
-        with single_torch_thread() if helpers else contextlib.nullcontext():  # the other cores: the helpers'
-            job = SplitGraphMetrics(mean, causal, self.thresholds, helpers)  # the helpers start on their shares
-            heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold) if self.per_head else {}
-            res = job.result()
+        res = sentence_graph_metrics(mean, causal, self.thresholds)
         res["n_tokens"] = torch.tensor(n)
         if self.per_head:
+            heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold)
             for m in self.head_metrics:
                 res[f"head/{m}"] = heads[f"corrected/{m}"].reshape(L, H).contiguous()
         return res
-
-    def stream(
-        self, samples: Iterable[tuple[int, torch.Tensor]], causal: bool
-    ) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
-        """``(index, self(attention, causal))`` for every ``(index, attention)``, in the order they finish: with
-        helper processes (several threads), whole sentences go to a helper while this process goes on with the
-        next (``graph_workers.map_with_helpers``), which used the second core better than splitting each
-        sentence (measured)."""
-        return map_with_helpers(
-            samples,
-            lambda att: self(att, causal),
-            lambda att: (reducer_job, (self, att.float().contiguous().numpy(), causal)),
-        )

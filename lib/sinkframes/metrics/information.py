@@ -286,7 +286,7 @@ def _corrected_summary(kl: torch.Tensor, dead: torch.Tensor, cols: torch.Tensor)
 
 
 # ---------------------------------------------------------------------------------------------
-# streaming reducer and tables
+# per-sample reducer and tables
 
 
 @dataclass(frozen=True)

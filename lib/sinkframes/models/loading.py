@@ -305,19 +305,11 @@ def load(
                         torch_dtype, quantization or "none (upstream weights)", None)
         return LoadedModel(model, tok, rec, dev)
     if ref in OFFLINE_MODELS:
-        folder, quant = offline_folder(OFFLINE_MODELS[ref])
-        model, tok = _from_folder_or_hub(str(folder), torch_dtype, dev, None, None, False, ref)
-        rec = _describe(
-            ref,
-            f"{OFFLINE_MODELS[ref].upstream} via {OFFLINE_MODELS[ref].pip.split('&&')[0].strip()}"
-            if not OFFLINE_MODELS[ref].parts else f"{OFFLINE_MODELS[ref].upstream} via {OFFLINE_MODELS[ref].packages}",
-            model,
-            tok,
-            torch_dtype,
-            quant,
-            None,
-        )
         om = OFFLINE_MODELS[ref]
+        folder, quant = offline_folder(om)
+        model, tok = _from_folder_or_hub(str(folder), torch_dtype, dev, None, None, False, ref)
+        source = f"{om.upstream} via {om.packages if om.parts else om.pip.split('&&')[0].strip()}"
+        rec = _describe(ref, source, model, tok, torch_dtype, quant, None)
         rec.extra.update({"tuning": om.tuning, "stands_for": om.stands_for, "parameters": om.params})
         return LoadedModel(model, tok, rec, dev)
     model, tok = _from_folder_or_hub(ref, torch_dtype, dev, revision, quantization, trust_remote_code, ref)

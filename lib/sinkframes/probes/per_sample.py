@@ -140,7 +140,9 @@ def _norm_slope(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 @contextmanager
-def per_sample_norms(model: torch.nn.Module, batch_size: int) -> Iterator[PerSampleNorms]:
+def per_sample_norms(model: torch.nn.Module, batch_size: int) -> Iterator[PerSampleNorms]:  # noqa: C901, PLR0915
+    # long: the three hooks are closures over one accumulator, and the set-up and the restore (in ``finally``)
+    # stay in one place so that the restore undoes exactly what the set-up did
     """Collect, during the backward passes run inside the block, what :class:`PerSampleNorms` needs.
 
     Inside the block the parameters take no gradient (they are restored on exit) and every

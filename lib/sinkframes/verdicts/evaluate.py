@@ -44,26 +44,52 @@ def _tolerance_note(claim: Claim, est: Estimate, status: str) -> str:
     return f"hangs on the tolerance ({claim.tolerance}): against the printed value alone it is {bare}"
 
 
-def evaluate_model(result: ModelResult) -> list[Verdict]:
-    """Both verdicts for every claim ``result`` can test (each null computed once, when needed)."""
-    cache: dict[str, ModelResult] = {}
+class _Nulls:
+    """The nulls of one result, each structureless input built once, when a claim first needs it."""
 
-    def null_of(kind: str) -> ModelResult:
-        if kind not in cache:
-            cache[kind] = null_result(result, graph="uniform" if kind == "uniform_graph" else "dense")
-        return cache[kind]
+    def __init__(self, result: ModelResult) -> None:
+        self.result = result
+        self.cache: dict[str, ModelResult] = {}
 
-    def run_null(m: Measure, kind: str, mode: Mode) -> Estimate | None:
+    def _input(self, kind: str) -> ModelResult:
+        if kind not in self.cache:
+            self.cache[kind] = null_result(self.result, graph="uniform" if kind == "uniform_graph" else "dense")
+        return self.cache[kind]
+
+    def run(self, m: Measure, kind: str, mode: Mode) -> Estimate | None:
+        """The measure ``m`` on the null ``kind``: uniform attention (or its thresholded graph), the layers in
+        random orders, the random-initialized twin the analysis ran (``random_twin``), or a named null."""
         if kind in ("attention", "uniform_graph"):
-            return m.fn(null_of(kind), mode)
+            return m.fn(self._input(kind), mode)
         if kind == "layer_order":
-            return layer_order_null(m.name, result, mode)
+            return layer_order_null(m.name, self.result, mode)
         if kind == "random_twin":  # the same measure on the twin's own result, when the analysis ran one
-            twin = result.data.get("twin")
+            twin = self.result.data.get("twin")
             return None if twin is None else m.fn(twin, mode)
         fn: Callable[[ModelResult, Mode], Any] = NULLS[kind]
-        return fn(result, mode)
+        return fn(self.result, mode)
 
+
+def _verdict(claim: Claim, m: Measure, result: ModelResult, question: str, est: Estimate,
+             nulls: list[tuple[str, Estimate | None]]) -> Verdict:
+    """One verdict: the rule on the model's estimate and on every null, with the reasons a reader needs."""
+    status, rows, test = decide_all(claim.rule, claim.params, est, nulls)
+    passing = [r for r in rows if r[2] == SUPPORTED]
+    first = passing[0] if passing else (rows[0] if rows else None)
+    reasons = []
+    if passing:
+        reasons.append(f"the null ({', '.join(r[0] for r in passing)}) meets the claim too")
+    note = _tolerance_note(claim, est, status)
+    if note:
+        reasons.append(note)
+    extra = {"nulls": [{"name": n, "estimate": asdict(e), "status": s} for n, e, s in rows]}
+    return Verdict(claim.id, result.ref, question, status, est, first[1] if first else None,
+                   first[2] if first else "", "; ".join(reasons), test, extra)
+
+
+def evaluate_model(result: ModelResult) -> list[Verdict]:
+    """Both verdicts for every claim ``result`` can test (each null computed once, when needed)."""
+    nulls = _Nulls(result)
     out = []
     for claim in claims_of(result):
         m = MEASURES[claim.measure]
@@ -75,20 +101,8 @@ def evaluate_model(result: ModelResult) -> list[Verdict]:
                 out.append(Verdict(claim.id, result.ref, question, NOT_EVALUATED,
                                    reason="no data for this quantity in this run"))
                 continue
-            kinds = (m.null, *m.extra_nulls)
-            nulls = [(_null_name(m, k), run_null(m, k, mode)) for k in kinds]  # type: ignore[arg-type]
-            status, rows, test = decide_all(claim.rule, claim.params, est, nulls)
-            passing = [r for r in rows if r[2] == SUPPORTED]
-            first = passing[0] if passing else (rows[0] if rows else None)
-            reasons = []
-            if passing:
-                reasons.append(f"the null ({', '.join(r[0] for r in passing)}) meets the claim too")
-            note = _tolerance_note(claim, est, status)
-            if note:
-                reasons.append(note)
-            extra = {"nulls": [{"name": n, "estimate": asdict(e), "status": s} for n, e, s in rows]}
-            out.append(Verdict(claim.id, result.ref, question, status, est, first[1] if first else None,
-                               first[2] if first else "", "; ".join(reasons), test, extra))
+            rows = [(_null_name(m, k), nulls.run(m, k, mode)) for k in (m.null, *m.extra_nulls)]  # type: ignore[arg-type]
+            out.append(_verdict(claim, m, result, question, est, rows))
     return out
 
 

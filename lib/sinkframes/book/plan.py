@@ -1,0 +1,117 @@
+"""What a build will do, decided before any page runs: the order pages start in, the models to convert
+and the attention the pages share.
+
+Nothing here runs a model or a kernel; :mod:`book.executors` carries the plan out.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import asdict
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from ..types import RunOptions
+from .manifest import Page, repo_root
+
+#: profiles whose builds share attention between pages (``extraction.shared``): the offline one, whose
+#: small models' attention over a few hundred sentences takes a few hundred MB on disk; the hub models of
+#: the other profiles would take tens of GB
+SHARED_ATTENTION_PROFILES = ("offline", "offline-large")
+#: the parameters that decide which attention a page reads: the sentence draw and the run options that
+#: enter the attention's cache key
+ATTENTION_SETTINGS = ("dataset", "csv_path", "seed", "max_length", "bos_policy", "dtype", "device")
+
+#: ``(model, convert it, (sentences, settings) of the attention to store or None)``
+Task = tuple[str, bool, "tuple[int, dict[str, Any]] | None"]
+
+
+def start_order(numbered: list[tuple[int, Page]]) -> list[tuple[int, Page]]:
+    """The order pages are handed to the workers: the ``long_running`` ones first, each group in manifest order.
+
+    Started in manifest order, the longest page (chapter 5) began in the middle of the build and ran alone at
+    its end while the other worker idled; started first, it runs beside the others."""
+    return sorted(numbered, key=lambda item: not item[1].long_running)
+
+
+@cache
+def template_parameters(template: Path) -> dict[str, Any]:
+    """The values of a template's ``parameters`` cell (empty when the file or the cell is missing)."""
+    from .params import _assignments
+
+    if not template.is_file():
+        return {}
+    nb = nbformat.read(template, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    return {k: v for c in cells for k, (_, v) in _assignments(c.source).items()}
+
+
+def run_parameters(page: Page, profile: str) -> dict[str, Any]:
+    """The parameters ``page`` runs with under ``profile``: the manifest's values over its template's
+    ``parameters`` cell, over ``page.setup``'s and ``RunOptions``' defaults for names neither sets."""
+    from .page import setup
+
+    signature = inspect.signature(setup).parameters.values()
+    defaults = {p.name: p.default for p in signature if p.default is not inspect.Parameter.empty}
+    template = template_parameters(repo_root() / page.template)
+    return {**asdict(RunOptions()), **defaults, **template, **page.params_for(profile)}
+
+
+def attention_plan(pages: list[Page], profile: str) -> list[tuple[str, int, dict[str, Any]]]:
+    """``(model, sentences, settings)`` to store before the pages start: for each model and sentence draw
+    (dataset, seed) and run options, the largest number of sentences a page asks for (a draw of ``n``
+    sentences begins with the draw of fewer). Pages with the topology page's ``official`` selection are
+    left out: they choose their sentences otherwise."""
+    plan: dict[tuple[Any, ...], int] = {}
+    for page in pages:
+        params = run_parameters(page, profile)
+        if params["selection"] != "balanced" or not isinstance(params.get("n_sentences"), int):
+            continue
+        for model in params.get("models") or []:
+            key = (model, *(params[k] for k in ATTENTION_SETTINGS))
+            plan[key] = max(plan.get(key, 0), params["n_sentences"])
+    return [(key[0], n, dict(zip(ATTENTION_SETTINGS, key[1:], strict=True))) for key, n in plan.items()]
+
+
+def models_to_convert(pages: list[Page], profile: str) -> list[str]:
+    """The offline models the pages name whose package files have no usable converted copy yet, in order."""
+    from ..models.gguf import converted_copy_problem, converted_folder
+    from ..models.registry import OFFLINE_MODELS
+
+    named = [m for page in pages for m in page.params_for(profile).get("models", []) or []]
+    keys = [m for m in dict.fromkeys(named) if m in OFFLINE_MODELS and OFFLINE_MODELS[m].converted]
+    return [k for k in keys if converted_copy_problem(OFFLINE_MODELS[k], converted_folder(OFFLINE_MODELS[k]))]
+
+
+def _package_bytes(model: str) -> int:
+    """Size of an offline model's packaged files: the larger, the longer its conversion."""
+    from ..models.gguf import package_dir
+    from ..models.parts import part_files
+    from ..models.registry import OFFLINE_MODELS
+
+    om = OFFLINE_MODELS[model]
+    try:
+        if om.parts:
+            return sum(f.stat().st_size for f in part_files(om))
+        return sum(f.stat().st_size for f in package_dir(om).rglob("*") if f.is_file())
+    except Exception:  # noqa: BLE001 - only an ordering hint; the conversion reports real problems
+        return 0
+
+
+def preparation_tasks(pages: list[Page], profile: str) -> tuple[list[Task], list[str], list[tuple[str, int, dict[str, Any]]]]:
+    """The preparation's tasks in the order they are given to the pool, with the models to convert and the
+    attention plan they come from. Each model to convert is converted by its first attention task (or a
+    task of its own if no page shares its attention); tasks with a conversion come first, the largest
+    package first, so that the longest chain starts at once; the others keep the plan's order."""
+    to_convert = models_to_convert(pages, profile)
+    plan = attention_plan(pages, profile) if profile in SHARED_ATTENTION_PROFILES else []
+    tasks: list[Task] = []
+    for model, n, settings in plan:
+        tasks.append((model, model in to_convert and all(t[0] != model for t in tasks), (n, settings)))
+    tasks += [(m, True, None) for m in to_convert if all(t[0] != m for t in tasks)]
+    sizes = {m: _package_bytes(m) for m in to_convert}
+    tasks.sort(key=lambda t: -sizes[t[0]] if t[1] else 0)  # stable: the plan's order otherwise
+    return tasks, to_convert, plan
