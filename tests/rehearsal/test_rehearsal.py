@@ -7,7 +7,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from sinkframes.book.batch import failed_models, has_error_output
+from sinkframes.book.execute import failed_models, has_error_output
 from sinkframes.book.manifest import load_manifest
 
 from .conftest import REHEARSAL_SENTENCES, run_build
