@@ -46,3 +46,12 @@ def test_the_estimate_is_printed_for_hub_models_and_folders(capsys, monkeypatch)
     assert "of attention" in line and "logits" not in line  # an encoder has no language-model head here
     check("tiny:bert", dtype="float32", device=CPU, batch_size=2, max_length=32)
     assert capsys.readouterr().out == ""  # the book's own small models are not announced
+
+
+def test_the_checkpoints_the_library_ships_are_not_announced(tmp_path):
+    from sinkframes.models.memory import announced
+    from sinkframes.training.emergence import CHECKPOINT_DIR
+
+    step = sorted(p for p in CHECKPOINT_DIR.iterdir() if p.is_dir())[0]
+    assert not announced(str(step)) and not announced("random:" + str(step))  # cold and cached pages read alike
+    assert announced(str(tmp_path)) and announced("EleutherAI/pythia-70m")  # a reader's folder, a hub id
