@@ -126,7 +126,7 @@ def test_long_running_pages_start_first_and_the_rest_keep_the_manifest_order():
     assert [page.id for _, page in plan.start_order(numbered)] == ["c", "a", "b", "d"]
     assert [k for k, _ in plan.start_order(numbered)] == [3, 1, 2, 4]  # the pages keep their numbers
     longest = [p.id for p in load_manifest().pages if p.long_running]
-    assert longest == ["information_geometry", "emergence"]
+    assert longest == ["information_geometry", "emergence", "position_interventions"]
 
 
 def test_the_plan_reads_the_values_the_template_sets(tmp_path):
