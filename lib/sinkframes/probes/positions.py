@@ -40,7 +40,7 @@ import torch
 from .. import models
 from ..extraction.batching import STATS, check_finite, forward, iterate_batches
 from ..extraction.hooks import AttentionCall, attention_hook
-from ..models.registry import ARCHITECTURES, hook_supports
+from ..models.registry import ARCHITECTURES
 
 ROTARY, ABSOLUTE, TOKENS, MASK = "rotary code", "absolute positions", "first token", "mask"
 #: the groups of interventions that change the position encoding itself (the others change tokens or the mask)
@@ -71,8 +71,10 @@ class Intervention:
             return ABSOLUTE
         if self.kind == "causal_mask":
             return MASK
-        if self.kind in ("none", "first_token", "duplicate", "prefix"):
-            return TOKENS if self.kind != "none" else "none"
+        if self.kind == "none":
+            return "none"
+        if self.kind in ("first_token", "duplicate", "prefix"):
+            return TOKENS
         raise ValueError(f"unknown intervention kind {self.kind!r}")
 
     @property
@@ -346,7 +348,7 @@ def run(iv: Intervention, lm: models.LoadedModel, ids: list[list[int]], batch_si
         raise ValueError("a causal mask is already what a decoder uses; the intervention is for encoders")
     new_ids, first = edit_tokens(iv, ids, lm.tokenizer, seed)
     n_original = [len(x) for x in ids]
-    readable = hook_supports(lm.record.architecture) and lm.record.architecture in ARCHITECTURES
+    readable = lm.record.architecture in ARCHITECTURES  # the hook reads values only where it wraps attention
     causal = bool(lm.record.causal) or iv.kind == "causal_mask"
     for batch, input_ids, mask in iterate_batches(lm, new_ids, batch_size, progress, f"{lm.record.ref}: {iv.name}"):
         pos, origin = position_ids(iv, lm, input_ids, mask, batch, seed)
