@@ -52,19 +52,26 @@ class PageSetup:
     def verdicts(self, page_id: str, results: list[Any], show: bool = True) -> list[Any]:
         """Both verdicts of every registry claim the ``results`` test; saved for the scorecard
         (``verdicts.store``) and shown as one line per claim and model."""
-        from .. import verdicts as v
-
-        found = v.evaluate(results)
-        models = {r.ref: {k: r.record[k] for k in ("family", "paper_frame", "causal", "weights") if k in r.record}
-                  for r in results}
         inputs = {"n_sentences": len(self.sentences), "dataset": self.dataset, "seed": self.seed}
-        v.save(page_id, self.profile, found, models=models, inputs=inputs)
-        if show:
-            from IPython.display import Markdown, display
+        return save_verdicts(page_id, self.profile, results, inputs, show)
 
-            display(Markdown(VERDICT_PREAMBLE + "\n\n" + (v.verdict_lines(found) or "No claim of the registry "
-                                                                                    "concerns these models here.")))
-        return found
+
+def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[str, Any], show: bool = True
+                  ) -> list[Any]:
+    """Both verdicts of every registry claim the ``results`` test, saved for the scorecard with the page's
+    ``inputs`` (a page with no sentence set, such as the controlled grid, calls this directly)."""
+    from .. import verdicts as v
+
+    found = v.evaluate(results)
+    models = {r.ref: {k: r.record[k] for k in ("family", "paper_frame", "causal", "weights") if k in r.record}
+              for r in results}
+    v.save(page_id, profile, found, models=models, inputs=inputs)
+    if show:
+        from IPython.display import Markdown, display
+
+        display(Markdown(VERDICT_PREAMBLE + "\n\n" + (v.verdict_lines(found) or "No claim of the registry "
+                                                                                "concerns these models here.")))
+    return found
 
 
 CUSTOM = "custom"

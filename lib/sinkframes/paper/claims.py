@@ -40,7 +40,9 @@ SECTIONS: tuple[str, ...] = (
 FAMILIES = ("llama", "qwen", "gemma", "mistral", "phi", "pythia", "bert", "xlm-roberta")
 FRAMES = ("centralized", "distributed", "bidirectional")
 #: ``training``: a model's training checkpoints (Pythia's in the paper; App. B)
-SUBJECTS = (*FAMILIES, *FRAMES, "decoders", "encoders", "training", "all")
+#: the controlled grid (chapter 9): both architectures, or one
+CONTROLLED = ("controlled", "controlled-decoder", "controlled-encoder")
+SUBJECTS = (*FAMILIES, *FRAMES, "decoders", "encoders", "training", *CONTROLLED, "all")
 
 FRAME_BY_FAMILY: dict[str, str] = {
     "llama": "centralized",
@@ -292,6 +294,39 @@ CLAIMS: tuple[Claim, ...] = (
        null="an untrained run (every checkpoint equal to step 0)",
        definition=("rmt.ipynb sorts checkpoints as strings, so its 'last' checkpoint is step8; the paper's own "
                    "comparison is step 0 against step 8")),
+    # ------------------------------------------------- the controlled grid (trained here, on the sink task)
+    _C("3.4.encoding_decides.trained", "3.4", "Sec. 3.4", "controlled",
+       "the position encoding decides the frame type (models trained alike, one switch apart)",
+       "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
+       page="controlled_emergence", measure="controlled.label_changes", rule="above", params={"threshold": 0.5},
+       why=("trained from the same initial weights on the same batches, softmax models that differ only in their "
+            "position encoding must end with different frame labels: in every seed, at least one encoding gives "
+            "another label than the architecture's standard one (RoPE in the decoder, a learned table in the "
+            "encoder)"),
+       null=("the label changes between seeds of one encoding (if the seed alone moves the label, a change across "
+             "encodings says nothing), and the same grid at step 0 (random initialization)")),
+    _C("3.4.scaled_rope_bias.trained", "3.4", "Sec. 3.4", "controlled-decoder",
+       "scaled RoPE reduces the first-token bias (models trained alike)",
+       "reduced first-token positional bias under scaled RoPE", "", page="controlled_emergence",
+       measure="controlled.scaled_first_share_change", rule="every_below", params={"threshold": 0.0},
+       why=("each modified-RoPE scheme (base 1e6 as Qwen2.5, NTK-aware x4, half and quarter rotation as Phi-2) ends "
+            "with a lower layer-mean first-token share than standard RoPE, paired by seed, in every seed"),
+       null="the same grid at step 0 (random initialization, the encodings already switched)"),
+    _C("3.4.absolute_bidirectional.trained", "3.4", "Sec. 3.4", "controlled-encoder",
+       "absolute position embeddings support the bidirectional anchors (models trained alike)",
+       "absolute embeddings support bidirectional anchors", "", page="controlled_emergence",
+       measure="controlled.learned_encoder_bidirectional", rule="above", params={"threshold": 0.5},
+       why="the encoder with a learned absolute table ends with the bidirectional label in every seed",
+       null="the same grid at step 0 (random initialization)"),
+    _C("B.early_emergence.trained", "B", "App. B", "controlled", "reference frames emerge early in training",
+       "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="below",
+       params={"threshold": 0.5},
+       why=("'early' read against the loss curve, since a toy run's length is arbitrary: in every softmax run that "
+            "forms a sink (some layer's first-token share with its lower 95 % bound above 0.5, the rule of "
+            "B.early_emergence) and learns the task (loss under half the zero-prediction loss), the sink forms no "
+            "later than the loss drops: log2(sink step / loss step) below 0.5, so that a tie at the checkpoints' "
+            "resolution counts as no later"),
+       null="the same grid at step 0 (an untrained run forms no sink)"),
     _C("B.spectral_gap", "B.1", "App. B.1", "pythia", "spectral-gap change across model scales",
        "non-monotonic across Pythia sizes", _RMT,
        untestable=("a comparison across model sizes (the change from the first to the last checkpoint, per "
@@ -708,7 +743,10 @@ BULLETS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                              "3.4.rope_origin")),
     ("Position encodings guide distinct reference-frame geometries", ("3.4.encoding_decides", "5.1.star",
                                                                        "3.4.scaled_rope_bias",
-                                                                       "3.4.absolute_bidirectional")),
+                                                                       "3.4.absolute_bidirectional",
+                                                                       "3.4.encoding_decides.trained",
+                                                                       "3.4.scaled_rope_bias.trained",
+                                                                       "3.4.absolute_bidirectional.trained")),
     ("Persistent homology tracks connected components", ("4.thresholds",)),
     ("Information-theoretic and value-space analyses", ("4.samples",)),
     ("The study analyzes decoder-only and encoder-only models", ("4.samples",)),
@@ -720,7 +758,7 @@ BULLETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Bidirectional frames in encoder models", ("5.3.early_topology", "5.3.connectivity_u", "5.3.kl_u",
                                                 "5.3.fisher_middle")),
     ("Value-space analysis distinguishes", _REFS3),
-    ("Topological and spectral analyses examine", ("B.early_emergence",)),
+    ("Topological and spectral analyses examine", ("B.early_emergence", "B.early_emergence.trained")),
     ("Softmax maps unbounded logits", ("A.jacobian",)),
     ("Because attention weights sum to one", ("A.jacobian", "3.2.near_vertex")),
     ("The paper argues that softmax geometry", ("A.optimal_frames",)),

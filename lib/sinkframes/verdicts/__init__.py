@@ -5,7 +5,10 @@ faithful computation, ``holds`` with the corrected one) of every claim of ``pape
 concerns the model's family or frame type and that the analysis measures.
 """
 
-from . import position_measures  # noqa: F401  (registers the position-intervention measures)
+from . import (
+    controlled_measures,  # noqa: F401  (registers the controlled-grid measures)
+    position_measures,  # noqa: F401  (registers the position-intervention measures)
+)
 from .evaluate import claims_of, evaluate, evaluate_model
 from .measures import MEASURES, NULLS, Measure, boot
 from .nulls import null_result, uniform_attention

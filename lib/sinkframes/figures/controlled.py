@@ -1,0 +1,85 @@
+"""Figures of the controlled grid: the first-token share each switch ends with, and when the sink forms
+against when the loss drops."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..training.tiny import ATTENTIONS, POSITIONS
+from .heatmap import heatmap
+from .style import _style, finish
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def final_share_heatmaps(final: pd.DataFrame) -> Figure:
+    """Per architecture, the largest layer first-token share at the last checkpoint (mean over seeds; the seed
+    range written under it) for each position encoding (rows) and attention normalization (columns)."""
+    _style()
+    archs = list(dict.fromkeys(final["architecture"]))
+    fig, axes = plt.subplots(1, len(archs), figsize=(3.3 * len(archs), 3.9), squeeze=False, layout="constrained")
+    for ax, arch in zip(axes[0], archs, strict=True):
+        g = final[final["architecture"] == arch]
+        cols = [a for a in ATTENTIONS if a in set(g["attention"])]
+        rows = [p for p in POSITIONS if p in set(g["position"])]
+        mean = g.pivot(index="position", columns="attention", values="peak_first_share").reindex(index=rows,
+                                                                                               columns=cols)
+        heatmap(ax, mean, vmin=0, vmax=1, cmap="viridis", xticklabels=True, yticklabels=True, cbar=False)
+        for i, p in enumerate(rows):
+            for j, a in enumerate(cols):
+                cell = g[(g["position"] == p) & (g["attention"] == a)]
+                if cell.empty:
+                    continue
+                c = cell.iloc[0]
+                v = float(c["peak_first_share"])
+                ax.text(j + 0.5, i + 0.5, f"{v:.2f}\n[{c['peak_first_low']:.2f}, {c['peak_first_high']:.2f}]",
+                        ha="center", va="center", fontsize=7.5, color="white" if v < 0.55 else "black")
+        ax.set_title(f"{arch}", fontsize=10)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+    fig.suptitle("Largest layer first-token share at the last step (seed mean [range])", fontsize=10)
+    return finish(fig)
+
+
+def emergence_curves(measured: pd.DataFrame, attention: str = "softmax") -> Figure:
+    """Per position encoding (rows) and architecture (columns): the largest layer first-token share (green)
+    and the loss over the zero-prediction loss (grey, right axis) at each checkpoint, one line per seed; the
+    dotted line is the share a sink must clear (0.5)."""
+    from ..analyses.controlled import LOSS_DROP, SINK_SHARE
+
+    _style()
+    m = measured[measured["attention"] == attention].copy()
+    m["peak"] = m["first_share"].map(max)
+    m["loss_ratio"] = m["loss"] / m["zero_loss"]
+    rows = [p for p in POSITIONS if p in set(m["position"])]
+    archs = list(dict.fromkeys(m["architecture"]))
+    fig, axes = plt.subplots(len(rows), len(archs), figsize=(3.3 * len(archs), 1.35 * len(rows) + 0.8),
+                             squeeze=False, sharex=True, sharey=True, layout="constrained")
+    for i, p in enumerate(rows):
+        for j, arch in enumerate(archs):
+            ax = axes[i][j]
+            twin = ax.twinx()
+            for _, run in m[(m["position"] == p) & (m["architecture"] == arch)].groupby("run"):
+                x = np.maximum(run["step"].to_numpy(), 16)  # step 0 drawn at the left edge of the log axis
+                ax.plot(x, run["peak"], color="#1b7837", lw=1.2, marker="o", ms=2.5)
+                twin.plot(x, run["loss_ratio"].clip(upper=1.5), color="#7f7f7f", lw=0.9, ls="--")
+            ax.axhline(SINK_SHARE, color="#1b7837", lw=0.7, ls=":")
+            twin.axhline(LOSS_DROP, color="#7f7f7f", lw=0.7, ls=":")
+            ax.set_xscale("log", base=2)
+            ax.set_ylim(0, 1)
+            twin.set_ylim(0, 1.5)
+            twin.tick_params(labelsize=8)
+            if j < len(archs) - 1:
+                twin.set_yticklabels([])
+            ax.set_title(f"{arch}, {p}", fontsize=9)
+            ax.tick_params(labelsize=8)
+    fig.supxlabel("training step (log scale; step 0 at the left edge)", fontsize=9)
+    fig.supylabel("largest layer first-token share (green)", fontsize=9)
+    fig.suptitle(f"When the sink forms ({attention}); grey dashed: loss / zero-prediction loss (right axis)",
+                 fontsize=10)
+    return finish(fig)
