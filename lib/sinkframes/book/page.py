@@ -55,7 +55,8 @@ class PageSetup:
         from .. import verdicts as v
 
         found = v.evaluate(results)
-        models = {r.ref: {k: r.record[k] for k in ("family", "paper_frame", "causal", "weights") if k in r.record}
+        models = {r.ref: {k: r.record[k] for k in ("family", "paper_frame", "causal", "position_encoding", "weights")
+                      if k in r.record}
                   for r in results}
         inputs = {"n_sentences": len(self.sentences), "dataset": self.dataset, "seed": self.seed}
         v.save(page_id, self.profile, found, models=models, inputs=inputs)
