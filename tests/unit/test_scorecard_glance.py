@@ -128,7 +128,7 @@ def test_the_paper_models_not_run_are_named_with_their_stand_ins(saved):
     text = scorecard.models_run_markdown(saved, "offline", m)
     assert "| `smollm2` | llama (centralized) |" in text and "[1](01_reference_frames.html)" in text
     assert f"**Not run** in the `offline` profile: {len(paper)} of the paper's models" in text
-    assert "- mistral: `Mistral-7B-v0.1`; no stand-in here" in text
+    assert "- mistral: `Mistral-7B-v0.1`; no stand-in here: the claims about that family alone are not" in text
     assert "- bert: `bert-base-uncased`; stand-in here: `minilm`." in text
 
 
@@ -140,3 +140,14 @@ def test_a_profile_that_ran_every_paper_model_says_so():
     assert scorecard.not_run(saved, m) == []
     assert "Every model the `paper` profile names ran in the `paper` profile." in scorecard.models_run_markdown(
         saved, "paper", m)
+
+
+def test_a_model_outside_the_registry_stands_in_for_its_familys_paper_model():
+    saved = {"reference_frames": V.PageVerdicts("reference_frames", "smoke", [],
+                                                {"tiny:llama": LLAMA, "google/gemma-7b": {**LLAMA, "family": "gemma"},
+                                                 "tiny:other": {**LLAMA, "family": "other"}})}
+    t = scorecard.models_run(saved, load_manifest()).set_index("model")
+    assert t.loc["tiny:llama", "stands in for"] == "meta-llama/Llama-3.2-1B (its family's model in the paper)"
+    assert t.loc["google/gemma-7b", "stands in for"] == "itself (a paper model)"
+    assert t.loc["tiny:other", "stands in for"] == "no paper model"
+    assert t.loc["tiny:llama", "position encoding"] == "not recorded by the page that ran it"

@@ -258,13 +258,16 @@ def _position_of(ref: str, rec: dict) -> str:
 
 def _stands_for(ref: str, rec: dict) -> str:
     from ..analyses.rmt import SERIES_FAMILY
-    from ..models.registry import OFFLINE_MODELS, paper_family_of
+    from ..models.registry import OFFLINE_MODELS, PAPER_MODELS, paper_family_of
 
+    family = str(rec.get("family"))
     if ref in OFFLINE_MODELS:
         return OFFLINE_MODELS[ref].stands_for
-    if rec.get("family") == SERIES_FAMILY:
+    if family == SERIES_FAMILY:
         return TRAINED_STANDS_FOR
-    return "itself (a paper model)" if paper_family_of(ref) else "no paper model"
+    if paper_family_of(ref):
+        return "itself (a paper model)"
+    return f"{PAPER_MODELS[family]} (its family's model in the paper)" if family in PAPER_MODELS else "no paper model"
 
 
 def models_run(saved: dict[str, PageVerdicts], manifest: Manifest | None = None) -> pd.DataFrame:
@@ -325,7 +328,7 @@ def models_run_markdown(saved: dict[str, PageVerdicts], profile: str, manifest: 
     for fam, refs, here in missing:
         names = ", ".join(f"`{r.rsplit('/', 1)[-1]}`" for r in refs)
         instead = (f"stand-in here: {', '.join(f'`{m}`' for m in here)}" if here
-                   else "no stand-in here: its family's claims are not evaluated")
+                   else "no stand-in here: the claims about that family alone are not evaluated")
         lines.append(f"- {fam}: {names}; {instead}.")
     return "\n".join(lines)
 
