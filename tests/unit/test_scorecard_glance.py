@@ -125,8 +125,10 @@ def test_the_paper_models_not_run_are_named_with_their_stand_ins(saved):
     assert missing["llama"][1] == ["smollm2"] and "meta-llama/Llama-3.2-1B" in missing["llama"][0]
     assert missing["bert"] == (["google-bert/bert-base-uncased"], ["minilm"])
     assert missing["mistral"] == (["mistralai/Mistral-7B-v0.1"], [])
-    text = scorecard.models_run_markdown(saved, "offline", m)
-    assert "| `smollm2` | llama (centralized) |" in text and "[1](01_reference_frames.html)" in text
+    table = scorecard.models_run_html(saved, m)
+    assert "<tr><td><code>smollm2</code></td><td>llama (centralized)</td>" in table
+    assert '<a href="01_reference_frames.html">1</a>' in table and '<a href="07_emergence.html">B</a>' in table
+    text = scorecard.not_run_markdown(saved, "offline", m)
     assert f"**Not run** in the `offline` profile: {len(paper)} of the paper's models" in text
     assert "- mistral: `Mistral-7B-v0.1`; no stand-in here: the claims about that family alone are not" in text
     assert "- bert: `bert-base-uncased`; stand-in here: `minilm`." in text
@@ -138,8 +140,8 @@ def test_a_profile_that_ran_every_paper_model_says_so():
               for ref in scorecard.paper_models(m)}
     saved = {"reference_frames": V.PageVerdicts("reference_frames", "paper", [], models)}
     assert scorecard.not_run(saved, m) == []
-    assert "Every model the `paper` profile names ran in the `paper` profile." in scorecard.models_run_markdown(
-        saved, "paper", m)
+    text = scorecard.not_run_markdown(saved, "paper", m)
+    assert text == "Every model the `paper` profile names ran in the `paper` profile."
 
 
 def test_a_model_outside_the_registry_stands_in_for_its_familys_paper_model():

@@ -307,24 +307,39 @@ def not_run(saved: dict[str, PageVerdicts], manifest: Manifest | None = None) ->
     return [(fam, refs, [m for m, r in ran.items() if r["family"] == fam]) for fam, refs in out.items()]
 
 
-def models_run_markdown(saved: dict[str, PageVerdicts], profile: str, manifest: Manifest | None = None) -> str:
-    """The "models actually run" block: a table of :func:`models_run` and, plainly, which of the paper's
-    models were not run and what stands in for them."""
+MODELS_STYLE = (
+    "<style>table.sc-models{font-size:0.8em;border-collapse:collapse;max-width:100%}"
+    "table.sc-models td,table.sc-models th{padding:2px 6px;vertical-align:top;text-align:left;"
+    "overflow-wrap:anywhere}table.sc-models thead th{border-bottom:1px solid #999}"
+    "table.sc-models td.pg{white-space:nowrap}</style>"
+)
+
+
+def models_run_html(saved: dict[str, PageVerdicts], manifest: Manifest | None = None) -> str:
+    """:func:`models_run` as an HTML table, each page that ran a model linked by its chapter number."""
     manifest = manifest or reader_manifest()
     links = _page_links(manifest)
-    table = models_run(saved, manifest)
-    lines = ["| model | tested as (paper's frame) | position encoding | stands in for | pages that ran it |",
-             "|---|---|---|---|---|"]
-    for _, r in table.iterrows():
-        pages = ", ".join(f"[{links[p][1]}]({links[p][0]})" if p in links else f"`{p}`" for p in r["pages"])
-        lines.append(f"| `{r['model']}` | {r['tested as']} | "
-                     f"{r['position encoding']} | {r['stands in for']} | {pages} |")
+    head = ["model", "tested as (paper's frame)", "position encoding", "stands in for", "pages that ran it"]
+    out = [MODELS_STYLE, '<table class="sc-models"><thead><tr>'
+           + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for _, r in models_run(saved, manifest).iterrows():
+        pages = ", ".join(f'<a href="{links[p][0]}">{html.escape(links[p][1])}</a>' if p in links
+                          else f"<code>{html.escape(p)}</code>" for p in r["pages"])
+        cells = [f"<code>{html.escape(r['model'])}</code>",
+                 *(html.escape(str(r[k])) for k in ("tested as", "position encoding", "stands in for"))]
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f'<td class="pg">{pages}</td></tr>')
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def not_run_markdown(saved: dict[str, PageVerdicts], profile: str, manifest: Manifest | None = None) -> str:
+    """In plain words, which of the paper's models no page ran, by family, and what stands in for them."""
     missing = not_run(saved, manifest)
     if not missing:
-        return "\n".join([*lines, "", f"Every model the `paper` profile names ran in the `{profile}` profile."])
+        return f"Every model the `paper` profile names ran in the `{profile}` profile."
     n = sum(len(refs) for _, refs, _ in missing)
-    lines += ["", f"**Not run** in the `{profile}` profile: {n} of the paper's models "
-              f"(`python -m sinkframes build --profile paper` runs them):", ""]
+    lines = [f"**Not run** in the `{profile}` profile: {n} of the paper's models "
+             f"(`python -m sinkframes build --profile paper` runs them):", ""]
     for fam, refs, here in missing:
         names = ", ".join(f"`{r.rsplit('/', 1)[-1]}`" for r in refs)
         instead = (f"stand-in here: {', '.join(f'`{m}`' for m in here)}" if here
@@ -407,15 +422,16 @@ def compact_table(saved: dict[str, PageVerdicts]) -> pd.DataFrame:
 
 
 COMPACT_STYLE = (
-    "<style>table.sc-compact{font-size:0.8em;border-collapse:collapse;max-width:100%}"
-    "table.sc-compact td,table.sc-compact th{padding:2px 5px;vertical-align:top;text-align:left}"
-    "table.sc-compact td.st{max-width:22em;overflow-wrap:anywhere}table.sc-compact td.id{overflow-wrap:anywhere;"
-    "max-width:11em}table.sc-compact th.m{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;"
-    "vertical-align:bottom;padding:4px 1px}table.sc-compact td.b{text-align:center;white-space:nowrap;"
-    "padding:2px 1px}table.sc-compact td.n{color:#666;font-style:italic}table.sc-compact td.t{white-space:nowrap}"
-    "table.sc-compact tr.first td{border-top:1px solid #bbb}table.sc-compact tr:target{background:#fff3b0}"
+    "<style>table.sc-compact{font-size:0.8em;border-collapse:collapse;width:100%}"
+    "table.sc-compact td,table.sc-compact th{padding:2px 4px;vertical-align:top;text-align:left}"
+    "table.sc-compact td.st{min-width:16em;overflow-wrap:anywhere}table.sc-compact td.id{overflow-wrap:anywhere;"
+    "max-width:8.5em}table.sc-compact th.m{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;"
+    "vertical-align:bottom;padding:4px 1px;width:1.9em}table.sc-compact td.b{text-align:center;white-space:nowrap;"
+    "padding:2px 1px;width:1.9em}table.sc-compact td.n{color:#666;font-style:italic}"
+    "table.sc-compact td.t{white-space:nowrap}table.sc-compact tr.first td{border-top:1px solid #bbb}"
+    "table.sc-compact tr:target{background:#fff3b0}"
     ".sc-ok{color:#1a7f37}.sc-no{color:#c62828}.sc-nd{color:#b26a00}.sc-inc{color:#5a6b8c}.sc-ne{color:#888}"
-    ".sc-legend{font-size:0.85em}</style>"
+    "table.sc-compact td.b+td.b{border-left:1px solid #e4e4e4}.sc-legend{font-size:0.85em}</style>"
 )
 _SYMBOL_CLASS = {"supported": "sc-ok", "not supported": "sc-no", "not diagnostic": "sc-nd", "inconclusive": "sc-inc",
                  "not evaluated": "sc-ne"}
