@@ -311,7 +311,8 @@ MODELS_STYLE = (
     "<style>table.sc-models{font-size:0.8em;border-collapse:collapse;max-width:100%}"
     "table.sc-models td,table.sc-models th{padding:2px 6px;vertical-align:top;text-align:left;"
     "overflow-wrap:anywhere}table.sc-models thead th{border-bottom:1px solid #999}"
-    "table.sc-models td.pg{white-space:nowrap}</style>"
+    "table.sc-models td.pg{white-space:nowrap}table.sc-models td:nth-child(2){min-width:9em;overflow-wrap:normal}"
+    "</style>"
 )
 
 
