@@ -63,7 +63,8 @@ def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[s
     from .. import verdicts as v
 
     found = v.evaluate(results)
-    models = {r.ref: {k: r.record[k] for k in ("family", "paper_frame", "causal", "weights") if k in r.record}
+    models = {r.ref: {k: r.record[k] for k in ("family", "paper_frame", "causal", "position_encoding", "weights")
+                      if k in r.record}
               for r in results}
     v.save(page_id, profile, found, models=models, inputs=inputs)
     if show:

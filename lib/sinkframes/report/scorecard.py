@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 
 import pandas as pd
@@ -40,6 +41,14 @@ def _cell(v: Verdict | None) -> str:
 
 def _applies(c: Claim, rec: dict) -> bool:
     return c.applies_to(str(rec["family"]), str(rec["paper_frame"]), bool(rec["causal"]))
+
+
+def _concerns(c: Claim, rec: dict) -> bool:
+    """Whether the compact table expects a verdict of this model on ``c``: a training run (the emergence page's
+    checkpoints) answers only the claims about training, any other model those of its family and frame."""
+    from ..analyses.rmt import SERIES_FAMILY
+
+    return c.subject == SERIES_FAMILY if rec.get("family") == SERIES_FAMILY else _applies(c, rec)
 
 
 def note_for(c: Claim, models: dict[str, dict], profile: str, ran: set[str]) -> str:
@@ -112,13 +121,7 @@ def html_table(table: pd.DataFrame, manifest: Manifest | None = None) -> str:
     reports (linked to the page that tests it), then one column per model with both verdicts; a note, when
     there is one, on a row of its own. Pages as ``manifest`` lists them (by default the checkout's manifest
     or the library's packaged copy)."""
-    manifest = manifest or reader_manifest()
-    if manifest is None:
-        raise ManifestError("no manifest: neither a checkout nor the library's packaged copy (reinstall sinkframes)")
-    titles = {p.id: (p.output.split("/")[-1].replace(".ipynb", ".html"), p.title) for p in manifest.pages}
-    # claims of appendices E-J link to their family page, the others to the section page that tests them
-    appendix_page = {APPENDIX_OF[str(p.parameters["offline"]["family"])]: p.id for p in manifest.pages
-                     if "family" in p.parameters.get("offline", {})}
+    targets = _claim_targets(manifest)
     models = list(dict.fromkeys(c.rsplit(" ", 1)[0] for c in table.columns if c.endswith("?")))
     head = ["claim, and what the paper reports", *models]
     out = [SCORECARD_STYLE, '<table class="scorecard">',
@@ -127,7 +130,7 @@ def html_table(table: pd.DataFrame, manifest: Manifest | None = None) -> str:
         label = "Accounts published after the paper" if section == LATER else f"Section {section}"
         out.append(f'<tr><th colspan="{len(head)}">{html.escape(label)}</th></tr>')
         for _, r in g.iterrows():
-            target = titles.get(appendix_page.get(str(r["section"]), r["page"]))
+            target = targets.get(str(r["claim"]))
             claim = html.escape(r["claim"])
             if target:
                 claim = (f'<a href="{target[0]}#what-the-evidence-supports" title="{html.escape(target[1])}">'
@@ -218,3 +221,307 @@ def summary(saved: dict[str, PageVerdicts], profile: str) -> str:
         f"with the corrected computation, {held} are supported, {against} are not, {not_diag} are not diagnostic "
         "(a structureless null meets the claim too) and the rest are inconclusive or have no corrected measure."
     )
+
+
+# ------------------------------------------------------------------------------------ the models actually run
+#: what the run trained by the emergence page stands in for (its record's family is ``training``)
+TRAINED_STANDS_FOR = "the paper's Pythia training checkpoints (App. B), at toy scale"
+
+
+def models_in_order(saved: dict[str, PageVerdicts]) -> dict[str, dict]:
+    """:func:`models_of` with training runs (the emergence page's checkpoints) after the pretrained models."""
+    from ..analyses.rmt import SERIES_FAMILY
+
+    models = models_of(saved)
+    return dict(sorted(models.items(), key=lambda kv: kv[1].get("family") == SERIES_FAMILY))
+
+
+def _page_links(manifest: Manifest | None) -> dict[str, tuple[str, str]]:
+    """``page id -> (html file, short label)``: the chapter number of a numbered title, else the title."""
+    if manifest is None:
+        return {}
+    out = {}
+    for p in manifest.pages:
+        number = p.title.split(". ", 1)[0]
+        label = number if len(number) <= 3 else p.title.split(":", 1)[0]
+        out[p.id] = (p.output.split("/")[-1].replace(".ipynb", ".html"), label)
+    return out
+
+
+def _position_of(ref: str, rec: dict) -> str:
+    from ..models.registry import OFFLINE_MODELS
+
+    if ref in OFFLINE_MODELS and OFFLINE_MODELS[ref].position:
+        return OFFLINE_MODELS[ref].position
+    return str(rec.get("position_encoding") or "not recorded by the page that ran it")
+
+
+def _stands_for(ref: str, rec: dict) -> str:
+    from ..analyses.rmt import SERIES_FAMILY
+    from ..models.registry import OFFLINE_MODELS, PAPER_MODELS, paper_family_of
+
+    family = str(rec.get("family"))
+    if ref in OFFLINE_MODELS:
+        return OFFLINE_MODELS[ref].stands_for
+    if family == SERIES_FAMILY:
+        return TRAINED_STANDS_FOR
+    if paper_family_of(ref):
+        return "itself (a paper model)"
+    return f"{PAPER_MODELS[family]} (its family's model in the paper)" if family in PAPER_MODELS else "no paper model"
+
+
+def models_run(saved: dict[str, PageVerdicts], manifest: Manifest | None = None) -> pd.DataFrame:
+    """One row per model the pages ran (read from their saved verdict files): the family it is tested as and
+    the frame the paper assigns to that family, its position encoding, the paper model it stands in for, and
+    the pages (manifest order, chapter numbers) that ran it."""
+    pages = _page_links(manifest)
+    order = [p for p in pages if p in saved] + [p for p in saved if p not in pages]
+    rows = []
+    for ref, rec in models_in_order(saved).items():
+        ran = [p for p in order if ref in saved[p].models]
+        rows.append({"model": ref, "tested as": f"{rec['family']} ({rec['paper_frame']})",
+                     "position encoding": _position_of(ref, rec), "stands in for": _stands_for(ref, rec),
+                     "pages": ran})
+    return pd.DataFrame(rows, columns=["model", "tested as", "position encoding", "stands in for", "pages"])
+
+
+def paper_models(manifest: Manifest | None = None) -> list[str]:
+    """Every model the pages of the ``paper`` profile run (manifest order, once each)."""
+    manifest = manifest or reader_manifest()
+    refs: list[str] = []
+    for p in manifest.pages if manifest else []:
+        params = p.parameters.get("paper", {})
+        refs += [str(m) for m in [*params.get("models", []), *params.get("checkpoint_models", [])]]
+    return list(dict.fromkeys(refs))
+
+
+def not_run(saved: dict[str, PageVerdicts], manifest: Manifest | None = None) -> list[tuple[str, list[str], list[str]]]:
+    """The paper's models that no page ran, by family: ``(family, hub ids, models run here of that family)``."""
+    from ..models.registry import paper_family_of
+
+    ran = models_of(saved)
+    out: dict[str, list[str]] = {}
+    for ref in paper_models(manifest):
+        if ref not in ran:
+            out.setdefault(paper_family_of(ref) or "no paper family", []).append(ref)
+    return [(fam, refs, [m for m, r in ran.items() if r["family"] == fam]) for fam, refs in out.items()]
+
+
+MODELS_STYLE = (
+    "<style>table.sc-models{font-size:0.8em;border-collapse:collapse;max-width:100%}"
+    "table.sc-models td,table.sc-models th{padding:2px 6px;vertical-align:top;text-align:left;"
+    "overflow-wrap:anywhere}table.sc-models thead th{border-bottom:1px solid #999}"
+    "table.sc-models td.pg{white-space:nowrap}table.sc-models td:nth-child(2){min-width:9em;overflow-wrap:normal}"
+    "</style>"
+)
+
+
+def models_run_html(saved: dict[str, PageVerdicts], manifest: Manifest | None = None) -> str:
+    """:func:`models_run` as an HTML table, each page that ran a model linked by its chapter number."""
+    manifest = manifest or reader_manifest()
+    links = _page_links(manifest)
+    head = ["model", "tested as (paper's frame)", "position encoding", "stands in for", "pages that ran it"]
+    out = [MODELS_STYLE, '<table class="sc-models"><thead><tr>'
+           + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for _, r in models_run(saved, manifest).iterrows():
+        pages = ", ".join(f'<a href="{links[p][0]}">{html.escape(links[p][1])}</a>' if p in links
+                          else f"<code>{html.escape(p)}</code>" for p in r["pages"])
+        cells = [f"<code>{html.escape(r['model'])}</code>",
+                 *(html.escape(str(r[k])) for k in ("tested as", "position encoding", "stands in for"))]
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f'<td class="pg">{pages}</td></tr>')
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def not_run_markdown(saved: dict[str, PageVerdicts], profile: str, manifest: Manifest | None = None) -> str:
+    """In plain words, which of the paper's models no page ran, by family, and what stands in for them."""
+    missing = not_run(saved, manifest)
+    if not missing:
+        return f"Every model the `paper` profile names ran in the `{profile}` profile."
+    n = sum(len(refs) for _, refs, _ in missing)
+    lines = [f"**Not run** in the `{profile}` profile: {n} of the paper's models "
+             f"(`python -m sinkframes build --profile paper` runs them):", ""]
+    for fam, refs, here in missing:
+        names = ", ".join(f"`{r.rsplit('/', 1)[-1]}`" for r in refs)
+        instead = (f"stand-in here: {', '.join(f'`{m}`' for m in here)}" if here
+                   else "no stand-in here: the claims about that family alone are not evaluated")
+        lines.append(f"- {fam}: {names}; {instead}.")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- the scorecard at a glance
+#: one symbol per verdict, for the compact table (:data:`BADGES` spells them out)
+SYMBOLS = {"supported": "\u2714", "not supported": "\u2718", "not diagnostic": "\u2248", "inconclusive": "?",
+           "not evaluated": "\u2013"}
+#: the *reproduced?* symbol of a claim no official notebook computes
+NO_OFFICIAL_SYMBOL = "\u00b7"
+#: a claim that concerns a model's family but has no verdict for it (its page did not run that model)
+NOT_RUN_SYMBOL = "\u25cb"
+
+
+def claim_anchor(claim_id: str) -> str:
+    """The HTML id of a claim's row in the scorecard: ``claim-`` and the id with its dots (and anything else
+    outside letters, digits, ``_`` and ``-``) replaced by ``-`` (``3.1.centralized`` -> ``claim-3-1-centralized``).
+    Chapter pages link to ``00_scorecard.html#<anchor>``."""
+    return "claim-" + re.sub(r"[^A-Za-z0-9_-]", "-", claim_id)
+
+
+def tally(saved: dict[str, PageVerdicts], question: str = "holds") -> dict[str, Counter]:
+    """Per claim, how many models got each verdict on ``question`` (``holds`` or ``reproduced``)."""
+    out: dict[str, Counter] = {}
+    for (claim, _, q), v in _index(saved).items():
+        if q == question:
+            out.setdefault(claim, Counter())[v.status] += 1
+    return out
+
+
+def tally_text(counts: Counter) -> str:
+    """A claim's verdict counts in symbols, in the order of :data:`STATUSES` (``2✔ 1✘``; '' for none)."""
+    return " ".join(f"{counts[s]}{SYMBOLS.get(s, s)}" for s in STATUSES if counts.get(s))
+
+
+def _symbol(v: Verdict | None, question: str) -> str:
+    if v is None:
+        return NO_OFFICIAL_SYMBOL if question == "reproduced" else NOT_RUN_SYMBOL
+    return SYMBOLS.get(v.status, "?")
+
+
+def _badges(c: Claim, ref: str, rec: dict, found: dict) -> str:
+    """A model's two symbols on a claim (*reproduced?* then *holds?*): '' when the claim is not about its family,
+    :data:`NOT_RUN_SYMBOL` twice when it is but the model has no verdict on it."""
+    rep, hol = found.get((c.id, ref, "reproduced")), found.get((c.id, ref, "holds"))
+    if rep is None and hol is None:
+        return f"{NOT_RUN_SYMBOL}{NOT_RUN_SYMBOL}" if _concerns(c, rec) and c.testable else ""
+    return _symbol(rep, "reproduced") + _symbol(hol, "holds")
+
+
+def _short_note(c: Claim, models: dict[str, dict], ran: set[str]) -> str:
+    """Why a claim has no verdict here, in a few words (the detailed table says how to evaluate it)."""
+    if c.untestable:
+        return f"not testable: {c.untestable}"
+    if not any(_applies(c, rec) for rec in models.values()):
+        return f"no {c.subject} model in this profile"
+    return f"page `{c.page}` has not run" if c.page not in ran else ""
+
+
+def compact_table(saved: dict[str, PageVerdicts]) -> pd.DataFrame:
+    """One row per claim (registry order): its id and anchor, section, a short statement (what it is about, the
+    quantity and the paper's value), per model the two verdict symbols (*reproduced?* then *holds?*), the
+    *holds?* counts over models, and a short note when no model has a verdict on it."""
+    models = models_in_order(saved)
+    found = _index(saved)
+    counts_of = tally(saved, "holds")
+    rows = []
+    for c in CLAIMS:
+        row = {"claim": c.id, "anchor": claim_anchor(c.id), "section": "later" if c.section == LATER else c.section,
+               "statement": f"{c.subject}: {c.quantity} (paper: {c.printed})"}
+        row.update({ref: _badges(c, ref, rec, found) for ref, rec in models.items()})
+        row["holds"] = tally_text(counts_of.get(c.id, Counter()))
+        row["note"] = "" if row["holds"] else _short_note(c, models, set(saved))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["claim", "anchor", "section", "statement", *models, "holds", "note"])
+
+
+COMPACT_STYLE = (
+    "<style>table.sc-compact{font-size:0.8em;border-collapse:collapse;width:100%}"
+    "table.sc-compact td,table.sc-compact th{padding:2px 4px;vertical-align:top;text-align:left}"
+    "table.sc-compact td.st{min-width:16em;overflow-wrap:anywhere}table.sc-compact td.id{overflow-wrap:anywhere;"
+    "max-width:8.5em}table.sc-compact th.m{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;"
+    "vertical-align:bottom;padding:4px 1px;width:1.9em}table.sc-compact td.b{text-align:center;white-space:nowrap;"
+    "padding:2px 1px;width:1.9em}table.sc-compact td.n{color:#666;font-style:italic}"
+    "table.sc-compact td.t{white-space:nowrap}table.sc-compact tr.first td{border-top:1px solid #bbb}"
+    "table.sc-compact tr:target{background:#fff3b0}"
+    ".sc-ok{color:#1a7f37}.sc-no{color:#c62828}.sc-nd{color:#b26a00}.sc-inc{color:#5a6b8c}.sc-ne{color:#888}"
+    "table.sc-compact td.b+td.b{border-left:1px solid #e4e4e4}.sc-legend{font-size:0.85em}</style>"
+)
+_SYMBOL_CLASS = {"supported": "sc-ok", "not supported": "sc-no", "not diagnostic": "sc-nd", "inconclusive": "sc-inc",
+                 "not evaluated": "sc-ne"}
+LEGEND = (
+    '<p class="sc-legend">Each model\'s cell holds two symbols: <b>reproduced?</b> (the authors\' computation), '
+    "then <b>holds?</b> (the corrected one). "
+    + ", ".join(f'<span class="{_SYMBOL_CLASS[s]}">{SYMBOLS[s]}</span> {s}' for s in STATUSES)
+    + f", {NO_OFFICIAL_SYMBOL} no official computation, {NOT_RUN_SYMBOL} not run on this model; blank: the claim "
+    "is not about the model's family. Hover a symbol for the estimate. The last column counts the <b>holds?</b> "
+    "verdicts over models. A claim's id links to the page that tests it.</p>"
+)
+
+
+def _short_ref(ref: str) -> str:
+    """A model's column label: the hub id's name, without a parenthesized remark."""
+    return ref.split(" (", 1)[0].rsplit("/", 1)[-1]
+
+
+def _claim_targets(manifest: Manifest | None) -> dict[str, tuple[str, str]]:
+    """``claim id -> (html file, page title)``: claims of appendices E-J link to their family page, the others
+    to the section page that tests them."""
+    manifest = manifest or reader_manifest()
+    if manifest is None:
+        raise ManifestError("no manifest: neither a checkout nor the library's packaged copy (reinstall sinkframes)")
+    titles = {p.id: (p.output.split("/")[-1].replace(".ipynb", ".html"), p.title) for p in manifest.pages}
+    appendix_page = {APPENDIX_OF[str(p.parameters["offline"]["family"])]: p.id for p in manifest.pages
+                     if "family" in p.parameters.get("offline", {})}
+    out = {}
+    for c in CLAIMS:
+        target = titles.get(appendix_page.get(c.section, c.page))
+        if target:
+            out[c.id] = target
+    return out
+
+
+def _tip(v: Verdict | None, question: str, symbols: str) -> str:
+    """The hover text of one symbol: the verdict and our estimate, or why there is none."""
+    if v is not None:
+        return _cell(v)
+    return "not run on this model" if symbols.startswith(NOT_RUN_SYMBOL) else NO_OFFICIAL
+
+
+def _tally_html(counts: Counter) -> str:
+    """:func:`tally_text` with each symbol in its colour."""
+    return " ".join(f'<span class="{_SYMBOL_CLASS.get(s, "")}">{counts[s]}{SYMBOLS.get(s, s)}</span>'
+                    for s in STATUSES if counts.get(s))
+
+
+def _badge_html(symbols: str, tips: tuple[str, str]) -> str:
+    spans = []
+    for sym, tip in zip(symbols, tips, strict=True):
+        status = next((s for s, x in SYMBOLS.items() if x == sym), "")
+        cls = f' class="{_SYMBOL_CLASS[status]}"' if status else ""
+        spans.append(f'<span{cls} title="{html.escape(tip)}">{sym}</span>')
+    return "".join(spans)
+
+
+def compact_html(saved: dict[str, PageVerdicts], manifest: Manifest | None = None) -> str:
+    """:func:`compact_table` as one HTML table the width of the text column: a row per claim with its anchor
+    (:func:`claim_anchor`), its id linked to the page that tests it, one narrow column per model, and the
+    legend above it."""
+    table = compact_table(saved)
+    found = _index(saved)
+    counts_of = tally(saved, "holds")
+    targets = _claim_targets(manifest)
+    models = list(models_in_order(saved))
+    head = ("<thead><tr><th>claim</th><th>sec.</th><th>what the paper reports</th>"
+            + "".join(f'<th class="m" title="{html.escape(m)}">{html.escape(_short_ref(m))}</th>' for m in models)
+            + "<th>holds?</th></tr></thead>")
+    out = [COMPACT_STYLE, LEGEND, f'<table class="sc-compact">{head}<tbody>']
+    previous = None
+    for _, r in table.iterrows():
+        cid = str(r["claim"])
+        label = html.escape(cid)
+        if cid in targets:
+            href, title = targets[cid]
+            label = f'<a href="{href}#what-the-evidence-supports" title="{html.escape(title)}">{label}</a>'
+        cells = [f'<td class="id">{label}</td>', f"<td>{html.escape(str(r['section']))}</td>",
+                 f'<td class="st">{html.escape(str(r["statement"]))}</td>']
+        if r["note"]:
+            cells.append(f'<td class="n" colspan="{len(models) + 1}">{html.escape(str(r["note"]))}</td>')
+        else:
+            for m in models:
+                tips = tuple(f"{m}, {q}?: {_tip(found.get((cid, m, q)), q, str(r[m]))}" for q in QUESTIONS)
+                cells.append(f'<td class="b">{_badge_html(str(r[m]), (tips[0], tips[1]))}</td>'
+                             if r[m] else '<td class="b"></td>')
+            cells.append(f'<td class="t">{_tally_html(counts_of.get(cid, Counter()))}</td>')
+        first = ' class="first"' if previous is not None and r["section"] != previous else ""
+        previous = r["section"]
+        out.append(f'<tr id="{r["anchor"]}"{first}>' + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
