@@ -1,4 +1,4 @@
-"""Command line: ``python -m sinkframes {models,info,sinks,build,toc,train-emergence,standin-hub}``.
+"""Command line: ``python -m sinkframes {models,info,sinks,build,toc,train-emergence,train-controlled,standin-hub}``.
 
 The interface is stable because other tools call it; ``sinks --json`` prints
 ``{"model", "n_sentences", "frame", "layers": [{"layer", "first_token_share", "last_token_share",
@@ -143,6 +143,23 @@ def _cmd_train_emergence(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train_controlled(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..training import controlled as grid
+
+    out = Path(args.out) if args.out else grid.CHECKPOINT_DIR
+    if args.check:
+        diffs = grid.check(out, step=args.check_steps)
+        bad = {name: d for name, d in diffs.items() if d != 0.0}
+        for name, d in diffs.items():
+            print(f"{name}: step{args.check_steps} {'equal bit for bit' if d == 0.0 else f'differs by up to {d:.3g}'}")
+        return 1 if bad else 0
+    index = grid.train_grid(out, jobs=args.jobs)
+    print(f"trained {len(grid.grid())} runs into {out} (index: {index})")
+    return 0
+
+
 def _cmd_standin_hub(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -233,6 +250,18 @@ def parser() -> argparse.ArgumentParser:  # long: one add_argument per option, r
     e.add_argument("--check", action="store_true")
     e.add_argument("--check-steps", type=int, default=256, help="with --check: retrain up to this step")
     e.set_defaults(func=_cmd_train_emergence)
+
+    c = sub.add_parser(
+        "train-controlled",
+        help="train the controlled grid of tiny models on the sink task (chapter 9); --check: retrain the first "
+             "steps of one run of each kind and compare with the committed checkpoints",
+    )
+    c.add_argument("--out", default=None, help="checkpoint folder (default: the one the package ships)")
+    c.add_argument("--jobs", type=int, default=2, help="runs trained at a time, one thread each")
+    c.add_argument("--check", action="store_true")
+    c.add_argument("--check-steps", type=int, default=64, choices=[64, 128, 256],
+                   help="with --check: retrain up to this checkpoint")
+    c.set_defaults(func=_cmd_train_controlled)
 
     h = sub.add_parser(
         "standin-hub",
