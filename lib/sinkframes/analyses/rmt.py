@@ -28,7 +28,7 @@ import torch
 from .. import stats
 from ..extraction import summarize
 from ..metrics import rmt
-from ..metrics.sinks import first_token_share
+from ..metrics.sinks import first_token_share, uniform_first_token_share
 from ..models.loading import RANDOM_PREFIX
 from ..tensors import require_finite
 from ..types import Mode, RunOptions, check_mode
@@ -36,10 +36,11 @@ from .base import AllModelsFailedError, ModelResult, Results, each_model, regist
 
 ANALYSIS = "rmt"
 #: a first-token sink has formed when some layer's head-mean first-token share has its lower 95 %
-#: bootstrap bound above this (uniform causal attention over 40 tokens gives about 0.1)
+#: bootstrap bound above this (uniform attention's share: ``metrics.sinks.uniform_first_token_share``)
 SINK_SHARE_THRESHOLD = 0.5
 #: statistics shown in the summary tables (corrected, per head then averaged)
-CORRECTED_SHOWN = ("participation_ratio", "stable_rank", "relative_gap", "n_outliers", "top_over_edge", "ks_distance")
+CORRECTED_SHOWN = ("rms_deviation", "participation_ratio", "stable_rank", "relative_gap", "n_outliers",
+                   "top_over_edge", "ks_distance")
 
 
 @dataclass(frozen=True)
@@ -47,11 +48,12 @@ class RMTReducer:
     """Per-sample official and corrected spectral statistics of attention (``version`` enters cache keys)."""
 
     name: str = "rmt"
-    version: int = 2
+    version: int = 3
 
     def key(self) -> dict[str, Any]:
         return {"reducer": self.name, "version": self.version, "faithful": list(rmt.FAITHFUL_METRICS),
-                "corrected": list(rmt.CORRECTED_METRICS), "outlier_margin": rmt.OUTLIER_MARGIN}
+                "corrected": list(rmt.CORRECTED_METRICS), "null": [rmt.NULL_DRAWS, rmt.NULL_SEED, rmt.OUTLIER_SDS],
+                "zero_deviation": rmt.ZERO_DEVIATION}
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
         require_finite(attn)
@@ -59,7 +61,7 @@ class RMTReducer:
         n_layers, n_heads, n = a.shape[0], a.shape[1], a.shape[-1]
         faithful = np.full((n_layers, len(rmt.FAITHFUL_METRICS)), np.nan)  # [layer, metric]
         corrected = np.full((n_layers, n_heads, len(rmt.CORRECTED_METRICS)), np.nan)  # [layer, head, metric]
-        if n >= 3:
+        if n >= rmt.MIN_TOKENS:
             from ..threads import single_blas_thread
 
             # one BLAS thread: these matrices are small, and threads contending with torch's cost 100x
@@ -67,9 +69,9 @@ class RMTReducer:
                 for layer in range(n_layers):
                     off = rmt.official_metrics(a[layer].mean(0))
                     faithful[layer] = [off[m] for m in rmt.FAITHFUL_METRICS]
-                # every head's spectrum of A A^T / n at once (square matrices: gamma = 1)
-                spectra = rmt.attention_spectra(a).reshape(n_layers * n_heads, n)  # [layer * head, n]
-                corrected = rmt.spectra_metrics(spectra, 1.0).reshape(n_layers, n_heads, -1)
+                # every head's deviation spectrum at once, against noise on the same (causal or full) mask
+                spectra = rmt.deviation_spectra(a, causal).reshape(n_layers * n_heads, n)  # [layer * head, n]
+                corrected = rmt.deviation_metrics(spectra, causal).reshape(n_layers, n_heads, -1)
         return {"faithful": torch.from_numpy(faithful), "corrected": torch.from_numpy(corrected),
                 "first_token_share": first_token_share(attn, causal).double().cpu(),  # [layer, head]
                 "n_tokens": torch.tensor(n)}
@@ -314,6 +316,12 @@ def faithful_comparison(series: Series) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def uniform_share(ms: ModelResult) -> float:
+    """The first-token share uniform attention would have on ``ms``'s sentences (their token counts): the
+    floor that a measured share is read against."""
+    return float(np.mean([uniform_first_token_share(int(n), ms.causal) for n in ms.samples["n_tokens"]]))
+
+
 def emergence(series: Series, threshold: float = SINK_SHARE_THRESHOLD) -> dict[str, Any]:
     """When a first-token sink forms: the first checkpoint (by step) whose largest layer share has
     its lower bound above ``threshold`` (``formed``), and the first whose upper bound is (``possible``);
@@ -334,6 +342,8 @@ def emergence(series: Series, threshold: float = SINK_SHARE_THRESHOLD) -> dict[s
         "final_layer": int(last["at_layer"]),
         "first_step": int(first["step"]),
         "first_share": (float(first["max_first_token_share"]), float(first["share_lo"]), float(first["share_hi"])),
+        "uniform_share": uniform_share(series.results[0]),
+        "mean_tokens": float(np.mean(series.results[0].samples["n_tokens"])),
     }
 
 

@@ -14,8 +14,8 @@ from ..analyses.rmt import SINK_SHARE_THRESHOLD, Series, series_table
 from ..metrics import rmt
 from .style import _style, finish, model_colour
 
-PANELS = (("first_token_share", "first-token share"), ("participation_ratio", "participation ratio of A A^T / n"),
-          ("n_outliers", "eigenvalues above the MP edge"), ("ks_distance", "KS distance to the fitted MP law"))
+PANELS = (("first_token_share", "first-token share"), ("rms_deviation", "RMS deviation from uniform attention"),
+          ("n_outliers", "eigenvalues above the noise edge"), ("ks_distance", "KS distance to same-mask noise"))
 
 
 def layer_profiles(trained: Sequence[ModelResult], random: Sequence[ModelResult | None],
@@ -41,26 +41,32 @@ def layer_profiles(trained: Sequence[ModelResult], random: Sequence[ModelResult 
     return finish(fig)
 
 
-def example_spectrum(a: np.ndarray, title: str) -> Figure:
-    """One head's eigenvalues of ``A A^T / n`` by rank (log scale) against the quantiles of the MP law
-    fitted to their bulk, with the fitted edge: points above the edge are the outliers."""
+def example_spectrum(a: np.ndarray, title: str, causal: bool) -> Figure:
+    """One head's deviation spectrum (eigenvalues of ``X X^T / n``, ``X`` its attention against uniform attention
+    on the same mask) by rank, log scale, against the quantiles of same-mask noise at the same scale,
+    with the noise edge and the outlier cut: points above the cut are the outliers."""
     _style()
-    eig, gamma = rmt.covariance_spectrum(a)
-    m = rmt.spectrum_metrics(eig, gamma)
-    rank = np.arange(1, eig.size + 1)
-    floor = 1e-9 * eig[0]
+    eig = rmt.deviation_spectra(a, causal)
+    m = rmt.corrected_metrics(a, causal)
+    n = eig.size
+    rank = np.arange(1, n + 1)
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
-    ax.plot(rank, np.maximum(eig, floor), "o", ms=3, label="eigenvalues")
-    scale = m["mp_scale"]
-    if np.isfinite(scale) and scale > 0:
-        expected = rmt.mp_quantile((eig.size - rank + 0.5) / eig.size, gamma, scale)
-        ax.plot(rank, np.maximum(expected, floor), color="black", label=f"fitted MP law (gamma {gamma:g})")
-        ax.axhline(rmt.mp_edges(gamma, scale)[1], color="grey", ls=":", label="fitted MP edge")
-    ax.set_yscale("log")
+    if not eig[0] > 0 or m["rms_deviation"] == 0:
+        ax.text(0.5, 0.5, "uniform attention: no deviation", ha="center", va="center", transform=ax.transAxes)
+    else:
+        floor = 1e-9 * eig[0]
+        scale = eig.mean()
+        null = rmt.noise_null(n, causal)
+        expected = np.quantile(null.pooled, (n - rank + 0.5) / n) * scale  # [n], the noise's quantile at each rank
+        ax.plot(rank, np.maximum(eig, floor), "o", ms=3, label="eigenvalues")
+        ax.plot(rank, np.maximum(expected, floor), color="black", label="same-mask noise, same scale")
+        ax.axhline(null.edge * scale, color="grey", ls=":", label="noise edge")
+        ax.axhline(null.cut * scale, color="grey", ls="--", label="outlier cut")
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
     ax.set_xlabel("rank")
-    ax.set_ylabel("eigenvalue of A A^T / n")
-    ax.set_title(f"{title}: {int(m['n_outliers'])} above the edge, KS {m['ks_distance']:.2f}", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_ylabel("eigenvalue of X X^T / n")
+    ax.set_title(f"{title}: {int(m['n_outliers'])} above the cut, KS {m['ks_distance']:.2f}", fontsize=10)
     fig.tight_layout()
     return finish(fig)
 
@@ -91,9 +97,9 @@ def emergence_curves(series: Series, label: str, heldout: pd.DataFrame | None = 
     axes[1].set_title("loss", fontsize=10)
     axes[1].legend(fontsize=8)
     for col, name in (("participation_ratio", "participation ratio"), ("stable_rank", "stable rank"),
-                      ("n_outliers", "outliers above MP edge")):
+                      ("n_outliers", "outliers above the noise cut")):
         axes[2].plot(x, table[col], marker="o", ms=3, label=name)
-    axes[2].set_title("corrected spectral statistics (mean over layers and heads)", fontsize=10)
+    axes[2].set_title("corrected deviation-spectrum statistics (mean over layers and heads)", fontsize=10)
     axes[2].legend(fontsize=8)
     for ax in axes:
         ax.set_xscale("log")

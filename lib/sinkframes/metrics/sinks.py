@@ -68,6 +68,16 @@ def first_token_share(attn: torch.Tensor, causal: bool) -> torch.Tensor:
     return received_share(attn, causal)[..., 0]
 
 
+def uniform_first_token_share(n: int, causal: bool) -> float:
+    """The first-token share of uniform attention over ``n`` tokens: ``1 / n`` bidirectional, and causal the mean
+    over queries ``1..n-1`` of ``1 / (i + 1)``, which is ``(H_n - 1) / (n - 1)`` (about 0.035 at 128 tokens)."""
+    if n < 2:
+        return float("nan")
+    if not causal:
+        return 1.0 / n
+    return math.fsum(1.0 / (i + 1) for i in range(1, n)) / (n - 1)
+
+
 def last_token_share(attn: torch.Tensor, causal: bool) -> torch.Tensor:
     """``[layer, head]``: mean weight the other queries give to position n-1 (0 when causal)."""
     a = _check(attn)

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..analyses.base import ModelResult
-from ..analyses.rmt import Series, emergence, faithful_comparison, model_summary
+from ..analyses.rmt import SINK_SHARE_THRESHOLD, Series, emergence, faithful_comparison, model_summary
+from ..metrics.sinks import uniform_first_token_share
 
 
 def twin_notes(trained: Sequence[ModelResult], random: Sequence[ModelResult | None]) -> str:
@@ -19,12 +20,32 @@ def twin_notes(trained: Sequence[ModelResult], random: Sequence[ModelResult | No
     for (_, t), (_, r) in zip(a.iterrows(), b.iterrows(), strict=True):
         lines.append(
             f"- **{t['model']}**: largest layer first-token share {t['max_first_token_share']:.2f} (layer "
-            f"{int(t['at_layer'])}) against {r['max_first_token_share']:.2f} at random initialization; participation "
-            f"ratio {t['participation_ratio']:.2f} against {r['participation_ratio']:.2f}; eigenvalues above the MP "
-            f"edge {t['n_outliers']:.2f} against {r['n_outliers']:.2f} per head; KS distance to the fitted law "
+            f"{int(t['at_layer'])}) against {r['max_first_token_share']:.2f} at random initialization; RMS deviation "
+            f"from uniform attention {t['rms_deviation']:.2f} against {r['rms_deviation']:.2f}; eigenvalues above the "
+            f"noise cut {t['n_outliers']:.2f} against {r['n_outliers']:.2f} per head, the largest "
+            f"{t['top_over_edge']:.2f} against {r['top_over_edge']:.2f} times the noise edge; participation ratio "
+            f"{t['participation_ratio']:.2f} against {r['participation_ratio']:.2f}; KS distance to same-mask noise "
             f"{t['ks_distance']:.2f} against {r['ks_distance']:.2f}."
         )
     return "\n".join(lines)
+
+
+def frame_limit_note() -> str:
+    """What the corrected spectral statistics can and cannot say about reference frames."""
+    return ("These statistics say how far attention is from uniform and whether that deviation is one direction "
+            "(a spike), several, or noise; they cannot identify a reference frame. Singular values do not change when "
+            "keys are relabelled, so a sink on the first token and a sink on any other single token give the same "
+            "numbers, and nothing here says which token the frame sits on. The first-token share, beside the "
+            "random-initialized twins, carries the conclusion about first-token frames.")
+
+
+def threshold_note(max_tokens: int, causal: bool = True, threshold: float = SINK_SHARE_THRESHOLD) -> str:
+    """The sink threshold beside the share that uniform attention would give at ``max_tokens`` tokens."""
+    kind = "causal" if causal else "bidirectional"
+    return (f"A first-token sink counts as formed when some layer's head-mean first-token share has its 95 % lower "
+            f"bound above **{threshold:g}**, fixed in advance. Uniform {kind} attention over {max_tokens} tokens gives "
+            f"a share of {uniform_first_token_share(max_tokens, causal):.3f} (the mean over queries 1 to "
+            f"{max_tokens - 1} of 1 / (query + 1)); each run's share at its sentences' own lengths is printed with it.")
 
 
 def series_notes(series: Series, label: str) -> str:
@@ -45,6 +66,8 @@ def series_notes(series: Series, label: str) -> str:
                 f"checkpoint whose largest layer share has its 95 % lower bound above {em['threshold']:g} {stays}. "
                 f"The mean first crosses the threshold at step {em['mean_above_at']}; at the last checkpoint the "
                 f"share is {share:.2f} [{lo:.2f}, {hi:.2f}] (layer {em['final_layer']}).")
+    head += (f" Uniform causal attention at these sentences' lengths ({em['mean_tokens']:.0f} tokens on average) "
+             f"would give {em['uniform_share']:.3f}.")
     comp = faithful_comparison(series)
     official = comp[comp["order"] == "as rmt.ipynb orders them"].iloc[0]
     by_step = comp[comp["order"] == "by step"].iloc[0]
