@@ -169,7 +169,13 @@ CENTRAL: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Fisher information sits in the early layers of a centralized model (Sec. 5.1)", ("5.1.fisher_early",)),
     ("Removing the sink harms the model more than removing another key (Sec. 1)", ("1.removal_hurts",)),
     ("Reference frames emerge early in training (App. B)", ("B.early_emergence",)),
+    ("... in tiny models trained on a task that needs a sink: no later than the loss drops (App. B)",
+     ("B.early_emergence.trained",)),
     ("Changing the position encoding at fixed weights changes the frame (Sec. 3.4)", ("3.4.encoding_decides",)),
+    ("Training alike with another position encoding gives another frame (Sec. 3.4)",
+     ("3.4.encoding_decides.trained",)),
+    ("... and scaled RoPE lowers the first-token share of models trained alike (Sec. 3.4)",
+     ("3.4.scaled_rope_bias.trained",)),
     ("The sink follows position 0 of the rotary code (Sec. 3.3-3.4)", ("3.4.rope_origin",)),
     ("... or the first physical token (arXiv 2509.21042)", ("later.first_physical",)),
 )
