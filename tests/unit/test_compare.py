@@ -101,7 +101,7 @@ def synthetic(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _trend_claim(min_models: int = 2) -> Claim:
     return Claim("test.trend", "J", "synthetic", "pythia sizes", "a value across sizes", "rises", "",
-                 measure="compare.last_minus_first", rule="above", params={"threshold": 0.0}, why="test",
+                 measure="compare.end_to_end", rule="above", params={"threshold": 0.0}, why="test",
                  null="test", compares={"by": "size", "family": "pythia", "measure": "synthetic.value",
                                         "min_models": min_models})
 

@@ -730,7 +730,7 @@ CLAIMS: tuple[Claim, ...] = (
        why="the share of heads of the official layers whose official specialized token is 'the', within the range "
            "printed across the three sizes", null=U_NULL),
     _C("J.specialized_heads", "J", "App. J", "pythia sizes", "specialized heads across sizes", "1 -> 4", _TOPO,
-       page="appendix_j_pythia", measure="compare.last_minus_first",
+       page="appendix_j_pythia", measure="compare.end_to_end",
        compares={"by": "size", "family": "pythia", "measure": "topology.specialized_heads", "min_models": 2},
        rule="above", params={"threshold": 0.0},
        why=("more specialized heads (the official report's rule: the same token at the argmax in at least 30 % of "
@@ -738,7 +738,7 @@ CLAIMS: tuple[Claim, ...] = (
             "of heads has no interval, so the counts decide as they are"),
        null="each model's uniform attention (what the head counts alone give), and the sizes in other orders"),
     _C("J.stronger_reference", "J", "App. J", "pythia sizes", "reference points with model size",
-       "stronger in larger models", _TOPO, page="appendix_j_pythia", measure="compare.last_minus_first",
+       "stronger in larger models", _TOPO, page="appendix_j_pythia", measure="compare.end_to_end",
        compares={"by": "size", "family": "pythia", "measure": "information.concentration_max", "min_models": 2},
        rule="above", params={"threshold": 0.0},
        why=("a stronger reference point read as a higher reference-point (sink) concentration, App. E's measure "

@@ -116,7 +116,7 @@ def _adjacent(members: Sequence[Member]) -> list[list[Any]]:
     return [[f"{ga} -> {gb}", *_step(a, b)] for (ga, a), (gb, b) in itertools.pairwise(spans)]
 
 
-@comparison("compare.last_minus_first")
+@comparison("compare.end_to_end")
 def last_minus_first(members: Sequence[Member]) -> Estimate:
     """The last member's value minus the first's (largest minus smallest size), its interval from their
     two intervals; each step between neighbours is a part, shown beside it."""
