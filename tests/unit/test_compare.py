@@ -68,6 +68,14 @@ def test_groups_differ_pairwise_on_every_model_of_each_group():
     assert apply("every_above", groups_differ(close), {"threshold": 0.0})[0] == INCONCLUSIVE
 
 
+def test_an_undetermined_model_leaves_its_pairs_inconclusive_whatever_its_place():
+    for first in (True, False):
+        a = [("a", "m1", Estimate(1.0, 0.9, 1.1)), ("a", "m2", Estimate(float("nan"), undetermined=True))]
+        members = [*(a if first else a[::-1]), ("b", "m3", Estimate(5.0, 4.9, 5.1))]
+        est = groups_differ(members)
+        assert est.undetermined and apply("every_above", est, {"threshold": 0.0})[0] == INCONCLUSIVE
+
+
 def test_relabeling_one_model_per_group_differs_as_much():
     one_each = [("a", "m1", Estimate(1.0, 0.9, 1.1)), ("b", "m2", Estimate(2.0, 1.9, 2.1)),
                 ("c", "m3", Estimate(3.0, 2.9, 3.1))]

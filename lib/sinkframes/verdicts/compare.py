@@ -66,7 +66,7 @@ def _span(ests: Sequence[Estimate]) -> tuple[float, float, float]:
     each of its models, so its interval covers all of theirs."""
     lows, highs = zip(*(_bounds(e) for e in ests), strict=True)
     values = [float(e.value) if not isinstance(e.value, str) else math.nan for e in ests]
-    return float(np.mean(values)), float(min(lows)), float(max(highs))
+    return float(np.mean(values)), float(np.min(lows)), float(np.max(highs))  # NaN when any model is undetermined
 
 
 def _step(a: tuple[float, float, float], b: tuple[float, float, float]) -> tuple[float, float, float]:
@@ -96,7 +96,9 @@ def groups_differ(members: Sequence[Member]) -> Estimate:
     parts: list[list[Any]] = []
     for (ga, a), (gb, b) in itertools.combinations(by.items(), 2):
         d, lo, hi = _step(b, a)
-        if lo > 0:
+        if math.isnan(lo) or math.isnan(hi):
+            part = [math.nan, math.nan, math.nan]
+        elif lo > 0:
             part = [abs(d), lo, hi]
         elif hi < 0:
             part = [abs(d), -hi, -lo]
@@ -105,7 +107,7 @@ def groups_differ(members: Sequence[Member]) -> Estimate:
         parts.append([f"{ga} vs {gb}", *part])
     if not parts:
         return Estimate(math.nan, math.nan, math.nan, undetermined=True, detail="fewer than two groups")
-    value, low, high = (min(float(p[i]) for p in parts) for i in (1, 2, 3))
+    value, low, high = (float(np.min([float(p[i]) for p in parts])) for i in (1, 2, 3))
     return _estimate(value, low, high, parts, len(members), "the smallest difference between two groups",
                      f"absolute difference per pair of groups; {PAIRS}")
 
