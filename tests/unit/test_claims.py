@@ -9,7 +9,7 @@ import pytest
 from sinkframes import paper
 from sinkframes.book.manifest import load_manifest
 from sinkframes.paper import CLAIMS, CLAIMS_BY_ID
-from sinkframes.verdicts import MEASURES, RULES, apply
+from sinkframes.verdicts import COMPARISONS, MEASURES, RULES, apply
 from sinkframes.verdicts.verdict import Estimate
 
 #: claims per numbered part, counted from the paper's claim list (shared/reference/paper_claims.txt; each
@@ -39,14 +39,16 @@ def test_every_claim_is_testable_or_says_why_not():
         assert c.subject in paper.claims.SUBJECTS, c.id
         assert c.testable != bool(c.untestable), c.id
         if c.testable:
-            assert c.measure in MEASURES and c.rule in RULES and c.page in pages, c.id
+            per_model = c.compares["measure"] if c.compares else c.measure  # a comparison names it in compares
+            assert per_model in MEASURES and c.rule in RULES and c.page in pages, c.id
+            assert (c.measure in COMPARISONS) == bool(c.compares), c.id
             assert c.null and c.why, c.id
             probe = Estimate("x") if c.rule == "equals" else Estimate(0.5, 0.4, 0.6)
             if c.bare:
                 apply(c.rule, probe, c.bare)
                 assert c.tolerance, c.id  # a tolerance says why it is what it is
             apply(c.rule, probe, c.params)  # the parameters fit the rule
-            analysis = MEASURES[c.measure].analysis
+            analysis = MEASURES[per_model].analysis
             assert analysis in {"frames", "information", "spectral", "topology", "softmax_geometry",
                                 "geometry_values", "rmt_series", "positions", "controlled"}, c.id
 

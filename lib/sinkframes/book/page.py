@@ -58,11 +58,11 @@ class PageSetup:
 
 def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[str, Any], show: bool = True
                   ) -> list[Any]:
-    """Both verdicts of every registry claim the ``results`` test, saved for the scorecard with the page's
-    ``inputs`` (a page with no sentence set, such as the controlled grid, calls this directly)."""
+    """Both verdicts of every registry claim the ``results`` test (those comparing models once for the group),
+    saved for the scorecard with the page's ``inputs`` (a page with no sentence set, such as the controlled grid, calls this directly)."""
     from .. import verdicts as v
 
-    found = v.evaluate(results)
+    found = v.evaluate(results) + v.evaluate_comparisons(results, page=page_id)
     models = {r.ref: {k: r.record[k] for k in ("family", "paper_frame", "causal", "position_encoding", "weights")
                       if k in r.record}
               for r in results}

@@ -17,6 +17,10 @@ each of the paper's parts to the notebook that produced it). One :class:`Claim` 
   that a verdict that hangs on the tolerance says so. A claim without a rule says in ``untestable``
   why no profile of this book can test it.
 - ``page`` is the book page that tests it.
+- A claim that compares models (frame types, or the sizes of one family) holds in ``compares`` the models it
+  compares, by role, and the per-model measure; its ``measure`` is then a comparison of
+  ``verdicts.compare`` that turns the per-model estimates into one, its ``subject`` the group
+  (:data:`GROUPS`), and it is decided once per page, on every model of the group the page ran.
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ FRAMES = ("centralized", "distributed", "bidirectional")
 #: ``training``: a model's training checkpoints (Pythia's in the paper; App. B)
 #: the controlled grid (chapter 9): both architectures, or one
 CONTROLLED = ("controlled", "controlled-decoder", "controlled-encoder")
-SUBJECTS = (*FAMILIES, *FRAMES, "decoders", "encoders", "training", *CONTROLLED, "all")
+#: the groups a comparison claim is about (``Claim.compares``)
+GROUPS = ("centralized vs distributed vs bidirectional", "pythia sizes")
+SUBJECTS = (*FAMILIES, *FRAMES, "decoders", "encoders", "training", *CONTROLLED, *GROUPS, "all")
 
 FRAME_BY_FAMILY: dict[str, str] = {
     "llama": "centralized",
@@ -84,10 +90,16 @@ class Claim:
     bare: Mapping[str, Any] = field(default_factory=dict)  # the rule's parameters without the book's tolerance
     tolerance: str = ""  # the tolerance added to the printed value, and why
     source: str = PAPER  # the arXiv id of the work that makes the claim (later accounts sit beside the paper's)
+    #: a comparison across models: ``by`` ("frame": the paper's frame types in ``groups``; "size": the sizes of
+    #: ``family``, smallest first), the per-model ``measure``, ``min_models`` and, for the size order of a
+    #: training run, ``models_param`` (the page parameter that lists the runs)
+    compares: Mapping[str, Any] = field(default_factory=dict)
 
     def applies_to(self, family: str, frame: str, causal: bool) -> bool:
         """Whether a model of ``family`` (paper frame ``frame``) is tested against this claim."""
         s = self.subject
+        if self.compares:
+            return False  # decided once for the group, not per model
         return (s == "all" or s in (family, frame) or s == "decoders" and causal or s == "encoders" and not causal)
 
     @property
@@ -327,11 +339,17 @@ CLAIMS: tuple[Claim, ...] = (
             "later than the loss drops: log2(sink step / loss step) below 0.5, so that a tie at the checkpoints' "
             "resolution counts as no later"),
        null="the same grid at step 0 (an untrained run forms no sink)"),
-    _C("B.spectral_gap", "B.1", "App. B.1", "pythia", "spectral-gap change across model scales",
-       "non-monotonic across Pythia sizes", _RMT,
-       untestable=("a comparison across model sizes (the change from the first to the last checkpoint, per "
-                   "Pythia size); the verdict layer decides claims per model, and no profile runs Pythia's "
-                   "training checkpoints at several sizes (the emergence page shows the gap per checkpoint)"),
+    _C("B.spectral_gap", "B.1", "App. B.1", "pythia sizes", "spectral-gap change across model scales",
+       "non-monotonic across Pythia sizes", _RMT, page="emergence", measure="compare.rise_and_fall",
+       compares={"by": "size", "family": "pythia", "measure": "rmt.gap_change", "min_models": 3,
+                 "models_param": "checkpoint_models"},
+       rule="above", params={"threshold": 0.0},
+       why=("per Pythia size, the spectral gap's change from the first to the last checkpoint; across at least "
+            "three sizes in order, non-monotonic when some step between neighbouring sizes rises and another "
+            "falls, each with the two sizes' intervals apart (min(largest rise, largest fall) above 0); not "
+            "supported when every step goes one way, intervals apart"),
+       null=("each run untrained (no change), and the sizes in other orders (if three unrelated numbers are as "
+             "non-monotonic, the size order says nothing)"),
        definition="for causal attention the 'eigenvalues' are the self-attention weights"),
     _C("B.1.phase_transition", "B.1", "App. B.1", "pythia", "participation-ratio change across sizes",
        "geometric phase transition between 6.9B and 12B", _RMT,
@@ -343,14 +361,33 @@ CLAIMS: tuple[Claim, ...] = (
        definition="top-10 eigenvalues only, infinite values dropped before averaging"),
     _C("B.1.uniform_with_scale", "B.1", "App. B.1", "pythia", "attention with model scale",
        "more uniform across tokens, with more pronounced sinks and more specialized layers", _RMT,
-       untestable="a comparison across Pythia sizes; the verdict layer decides claims per model"),
+       untestable=("no measure is stated for 'more uniform', 'more pronounced sinks' or 'more specialized layers', "
+                   "and the first two pull in opposite directions on any one measure of the attention rows; "
+                   "J.stronger_reference and J.specialized_heads test the sink and head trends across sizes")),
     # --------------------------------------------------------------------------- C.1, C.2 statistics
-    _C("C.1.frames_differ", "C.1", "App. C.1", "all", "frame types differ in topology (Welch tests)", "significant",
-       _TOPO, untestable=("a comparison between families (Welch tests across models of different frame types); "
-                          "the verdict layer decides claims per model, and the official tests compare samples of one "
-                          "model per family")),
-    _C("C.1.kl_differs", "C.1", "App. C.1", "all", "frame types differ in KL reduction", "significant", _KL,
-       untestable="as C.1.frames_differ"),
+    _C("C.1.frames_differ", "C.1", "App. C.1", "centralized vs distributed vs bidirectional",
+       "frame types differ in topology (Welch tests)", "significant", _TOPO, page="topology",
+       measure="compare.groups_differ",
+       compares={"by": "frame", "groups": ["centralized", "distributed", "bidirectional"],
+                 "measure": "topology.persistence_late_minus_early"},
+       rule="every_above", params={"threshold": 0.0},
+       why=("each pair of frame types differs in the change of H0 persistence with depth (late third minus early "
+            "third, the topological change App. E, F and J print per family): the absolute difference above 0 "
+            "with the pair's intervals apart, every model of one type against every model of the other"),
+       null="each model's uniform attention and its layers in random order, and the frame labels permuted "
+            "across the same models",
+       definition="the official tests are Welch tests between layers of one model; the paper does not say which "
+                  "topological statistic separates the frame types"),
+    _C("C.1.kl_differs", "C.1", "App. C.1", "centralized vs distributed vs bidirectional",
+       "frame types differ in KL reduction", "significant", _KL, page="information_geometry",
+       measure="compare.groups_differ",
+       compares={"by": "frame", "groups": ["centralized", "distributed", "bidirectional"],
+                 "measure": "information.kl_regions"},
+       rule="every_above", params={"threshold": 0.0},
+       why=("each pair of frame types differs in the mean KL reduction over layers: the absolute difference above "
+            "0 with the pair's intervals apart, every model of one type against every model of the other"),
+       null="each model's uniform attention, and the frame labels permuted across the same models",
+       definition=KL_DEFINITION),
     _C("C.2.refs_centralized", "C.2", "App. C.2", "centralized", "reference tokens per sample", "1.0006", _RP,
        page="reference_frames", measure="frames.reference_count", rule="within", params=_near(1.0006, 0.1),
        why="+-0.1 tokens: about half the gap between the centralized and distributed values printed (1.0006, 1.23)",
@@ -692,11 +729,23 @@ CLAIMS: tuple[Claim, ...] = (
        tolerance="half the last printed digit, the paper's own precision",
        why="the share of heads of the official layers whose official specialized token is 'the', within the range "
            "printed across the three sizes", null=U_NULL),
-    _C("J.specialized_heads", "J", "App. J", "pythia", "specialized heads across sizes", "1 -> 4", _TOPO,
-       untestable="a comparison across Pythia sizes; the verdict layer decides claims per model"),
-    _C("J.stronger_reference", "J", "App. J", "pythia", "reference points with model size",
-       "stronger in larger models", _TOPO,
-       untestable="a comparison across Pythia sizes; the verdict layer decides claims per model"),
+    _C("J.specialized_heads", "J", "App. J", "pythia sizes", "specialized heads across sizes", "1 -> 4", _TOPO,
+       page="appendix_j_pythia", measure="compare.end_to_end",
+       compares={"by": "size", "family": "pythia", "measure": "topology.specialized_heads", "min_models": 2},
+       rule="above", params={"threshold": 0.0},
+       why=("more specialized heads (the official report's rule: the same token at the argmax in at least 30 % of "
+            "the sentences) in the largest Pythia size than in the smallest, as printed from 2.8B to 12B; a count "
+            "of heads has no interval, so the counts decide as they are"),
+       null="each model's uniform attention (what the head counts alone give), and the sizes in other orders"),
+    _C("J.stronger_reference", "J", "App. J", "pythia sizes", "reference points with model size",
+       "stronger in larger models", _TOPO, page="appendix_j_pythia", measure="compare.end_to_end",
+       compares={"by": "size", "family": "pythia", "measure": "information.concentration_max", "min_models": 2},
+       rule="above", params={"threshold": 0.0},
+       why=("a stronger reference point read as a higher reference-point (sink) concentration, App. E's measure "
+            "of it: the largest layer mean higher in the largest Pythia size than in the smallest, the two "
+            "intervals apart"),
+       null="each model's uniform attention, and the sizes in other orders",
+       definition=CONCENTRATION_DEFINITION),
     # --------------------------------------------------------------------------- accounts published after the paper
     _C("later.first_physical", LATER, "arXiv 2509.21042", "decoders", "the sink stays on the first physical token",
        "the causal mask, not the rotary code, places the sink", "", page="position_interventions",

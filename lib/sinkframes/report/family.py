@@ -286,9 +286,10 @@ def family_verdicts(fr: FamilyResults) -> list[verdicts.Verdict]:
     """Both verdicts of every claim of the appendix, from the page's results (none for a pipeline check)."""
     if fr.pipeline_check:
         return []
-    ids = {c.id for c in appendix_claims(fr.family.key)}
-    if fr.evaluated is None:
-        fr.evaluated = verdicts.evaluate(fr.all())
+    claims = appendix_claims(fr.family.key)
+    ids = {c.id for c in claims}
+    if fr.evaluated is None:  # the claims comparing the family's sizes are decided here, on every size it ran
+        fr.evaluated = verdicts.evaluate(fr.all()) + verdicts.evaluate_comparisons(fr.all(), claims=claims)
     return [v for v in fr.evaluated if v.claim in ids]
 
 

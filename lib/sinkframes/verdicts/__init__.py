@@ -2,13 +2,15 @@
 
 ``evaluate(results)`` gives, for every analysis result, both verdicts (``reproduced`` with the
 faithful computation, ``holds`` with the corrected one) of every claim of ``paper.claims`` that
-concerns the model's family or frame type and that the analysis measures.
+concerns the model's family or frame type and that the analysis measures; ``evaluate_comparisons(results,
+page)`` those of the claims that compare models (``verdicts.compare``), once for the group.
 """
 
 from . import (
     controlled_measures,  # noqa: F401  (registers the controlled-grid measures)
     position_measures,  # noqa: F401  (registers the position-intervention measures)
 )
+from .compare import COMPARISONS, evaluate_comparisons
 from .evaluate import claims_of, evaluate, evaluate_model
 from .measures import MEASURES, NULLS, Measure, boot
 from .nulls import null_result, uniform_attention
@@ -29,6 +31,7 @@ from .verdict import (
 )
 
 __all__ = [
+    "COMPARISONS",
     "INCONCLUSIVE",
     "MEASURES",
     "NOT_DIAGNOSTIC",
@@ -48,6 +51,7 @@ __all__ = [
     "claims_of",
     "decide",
     "evaluate",
+    "evaluate_comparisons",
     "evaluate_model",
     "load_all",
     "null_result",

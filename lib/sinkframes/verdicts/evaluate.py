@@ -24,7 +24,7 @@ def claims_of(result: ModelResult) -> list[Claim]:
     rec = result.record
     return [
         c for c in claims_for(str(rec["family"]), str(rec["paper_frame"]), bool(rec["causal"]))
-        if c.testable and MEASURES[c.measure].analysis == result.analysis
+        if c.testable and not c.compares and MEASURES[c.measure].analysis == result.analysis
     ]
 
 

@@ -854,6 +854,22 @@ def common_word_heads(r: ModelResult, mode: Mode) -> Estimate | None:
                     detail=f"{count} of {len(spec)} heads on {word!r}")
 
 
+@measure("topology.specialized_heads", "topology")
+def specialized_heads(r: ModelResult, mode: Mode) -> Estimate | None:
+    """How many heads (official analysed layers) are "specialized" by the official report's rule: the same
+    token at the head's argmax in at least 30 % of at least 5 sentences (App. J counts them per size). The
+    token is read by the official argmax (faithful) or the corrected one; a count of heads, so no interval."""
+    from ..analyses.topology import head_specialization
+    from ..metrics import topology as topo
+
+    spec = head_specialization(r)
+    col = "faithful consistency" if mode == "faithful" else "token consistency"
+    enough = r.n_sentences >= topo.SPECIALIZED_MIN_SAMPLES
+    count = int(enough and (spec[col] >= topo.SPECIALIZED_MIN_CONSISTENCY).sum())
+    return Estimate(float(count), n=len(spec), interval="none (a count of heads)",
+                    detail=f"of {len(spec)} heads of the official layers")
+
+
 # ----------------------------------------------------------------------------- softmax geometry (chapter 2)
 
 #: a layer is "concentrated" when at least this share of its rows holds a majority on one key
@@ -981,3 +997,34 @@ def _untrained_fraction(r: ModelResult, mode: Mode) -> Estimate | None:
 
 
 NULLS["untrained_series"] = _untrained_fraction
+
+
+@measure("rmt.gap_change", "rmt_series", null="no_training")
+def gap_change(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The spectral gap's change over the run, last checkpoint minus first: faithful, the official ``mu1/mu2``
+    of the head-averaged matrix in the official (string) order of the checkpoints, a point value; corrected,
+    each head's relative gap by step, paired by sentence, with a bootstrap interval over sentences."""
+    from ..analyses.rmt import faithful_layers
+    from ..metrics import rmt
+
+    named = _series(r).by_name()
+    if mode == "faithful":
+        order = rmt.faithful_order(named)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            a, b = (float(np.nanmean(faithful_layers(named[k][1])["spectral_gap"])) for k in (order[0], order[-1]))
+        return Estimate(b - a, n=r.n_sentences, interval="none (the official comparison has none)",
+                        detail=f"{order[-1]} minus {order[0]} (official order)", undetermined=math.isnan(b - a))
+    order = rmt.step_order(named)
+    first, last = (named[k][1].samples["corrected/relative_gap"] for k in (order[0], order[-1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        per = (np.nanmean(np.where(np.isfinite(last), last, np.nan), axis=(1, 2))
+               - np.nanmean(np.where(np.isfinite(first), first, np.nan), axis=(1, 2)))  # [sample]
+    est = boot(per, float, _seed(r))
+    return Estimate(est.value, est.low, est.high, est.n, est.interval, f"{order[-1]} minus {order[0]}",
+                    est.undetermined)
+
+
+NULLS["no_training"] = lambda r, mode: Estimate(0.0, interval="none (analytic)",
+                                                detail="an untrained run: every checkpoint equal to the first")
