@@ -54,6 +54,11 @@ def emergence_curves(measured: pd.DataFrame, attention: str = "softmax") -> Figu
 
     _style()
     m = measured[measured["attention"] == attention].copy()
+    if m.empty:
+        fig, ax = plt.subplots(figsize=(4.0, 0.8))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"no {attention} run among the measured checkpoints", ha="center", va="center", fontsize=9)
+        return finish(fig)
     m["peak"] = m["first_share"].map(max)
     m["loss_ratio"] = m["loss"] / m["zero_loss"]
     rows = [p for p in POSITIONS if p in set(m["position"])]
