@@ -61,6 +61,38 @@ def test_machinery_cells_are_hidden_in_the_rendered_page(path):
             assert "hide-input" in tags
 
 
+def _verdict_pages() -> list[Path]:
+    """The templates that compute their verdicts (a section page through ``pg.verdicts``, the family template
+    through ``family_verdicts``)."""
+    return [p for p in TEMPLATES
+            if "pg.verdicts(" in p.read_text() or "family_report.family_verdicts(" in p.read_text()]
+
+
+def test_the_verdict_pages_are_the_section_and_family_templates():
+    assert [p.name for p in _verdict_pages()] == [f"0{i}_{name}.ipynb" for i, name in enumerate(
+        ["reference_frames", "softmax_geometry", "topology", "spectral_graphs", "information_geometry",
+         "sink_geometry_values", "emergence", "position_interventions"], start=1)] + ["family_appendix.ipynb"]
+
+
+@pytest.mark.parametrize("path", _verdict_pages(), ids=lambda p: p.name)
+def test_every_section_and_family_page_shows_its_result_box_before_its_verdict_table(path):
+    # the box is computed where the page's verdicts are (one evaluation, shown at once), rendered as MyST (it is an
+    # admonition), with its code folded away; the verdict table at the end shows the same verdicts
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    box = [i for i, c in enumerate(code) if "result_box(claim_verdicts" in c.source]
+    table = [i for i, c in enumerate(code) if "pg.verdict_table(claim_verdicts" in c.source]
+    assert len(box) == 1 and len(table) == 1 and box[0] < table[0]
+    cell = code[box[0]]
+    assert "claim_verdicts = " in cell.source and "show=False" in cell.source or "family_verdicts(fr)" in cell.source
+    assert cell.metadata.get("mystnb", {}).get("markdown_format") == "myst"
+    assert "hide-input" in cell.metadata.get("tags", [])
+    assert sum("claim_verdicts = " in c.source for c in code) == 1, "the verdicts are computed once"
+    if path.name != "07_emergence.ipynb":  # its verdicts need the training run, further down the page
+        setup = next(i for i, c in enumerate(code) if "page.setup(" in c.source)
+        assert box[0] == setup + 1, "the box follows the page's set-up, before its first section"
+
+
 @pytest.mark.parametrize("page", M.pages, ids=lambda p: p.id)
 def test_manifest_parameters_are_template_parameters(page):
     nb = nbformat.read(ROOT / page.template, as_version=4)

@@ -46,8 +46,11 @@ def test_counts_add_up_and_the_html_links_each_claim_to_its_page():
     cc = scorecard.claim_counts(saved, "offline")
     assert cc["claims"] == len(CLAIMS) and cc["tested here"] == 1
     html = scorecard.html_table(scorecard.scorecard_table(saved, "offline"), load_manifest())
+    # without the saved verdicts a section claim links to its page's closing section; an appendix claim always
+    # links to its row of the family page, which lists every claim of its appendix
     assert '<a href="05_information_geometry.html#what-the-evidence-supports"' in html  # section claims
-    assert '<a href="appendix_e_llama.html#what-the-evidence-supports"' in html  # appendix E claims
+    assert '<a href="appendix_e_llama.html#claim-E-kl_negative"' in html  # appendix E claims
+    assert '<a href="appendix_e_llama.html#claim-E-betti1_zero"' in html
     assert html.count("<tr><th colspan") == len({c.section for c in CLAIMS})
     assert "2 pages" not in scorecard.provenance_line("offline", saved)
     assert "`smollm2`" in scorecard.provenance_line("offline", saved)

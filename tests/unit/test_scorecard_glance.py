@@ -90,7 +90,10 @@ def test_the_compact_html_anchors_every_row_and_links_each_claim(saved):
     page = scorecard.compact_html(saved, load_manifest())
     assert page.count('<tr id="claim-') == len(CLAIMS)
     assert '<tr id="claim-3-1-centralized"' in page
-    assert '<a href="01_reference_frames.html#what-the-evidence-supports"' in page
+    # a claim links to its row on the page that saved a verdict on it, else to that page's closing section
+    assert '<a href="01_reference_frames.html#claim-3-1-centralized"' in page
+    assert '<a href="05_information_geometry.html#what-the-evidence-supports"' in page  # 1.removal_hurts
+    assert '<a href="appendix_e_llama.html#claim-E-betti1_zero"' in page
     assert 'title="smollm2, holds?: supported: 0.5 [0.4, 0.6]"' in page
     assert 'title="smollm2, reproduced?: no official computation"' in page
     assert '<th class="m" title="toy-run (trained here)">toy-run</th>' in page

@@ -16,14 +16,14 @@ from ..report.provenance import provenance
 from ..types import RunOptions
 from .params import check_parameters
 
-
 VERDICT_PREAMBLE = (
     "Each claim of the paper this page measures, from the claims registry (`sinkframes.paper.claims`), with its "
-    "rule fixed there before any result. **reproduced?** applies the rule to the authors' computation (faithful "
-    "mode), **holds?** to the corrected one. *ours* is the estimate with its interval (n = sentences); the *null* "
-    "is the same computation on structureless input (uniform attention, or a dense graph for the threshold "
-    "graphs): where the null meets the claim too, the verdict is **not diagnostic**; where the interval "
-    "straddles the rule's threshold it is **inconclusive**."
+    "rule fixed there before any result; a claim's id links to its row of the scorecard. **reproduced?** applies "
+    "the rule to the authors' computation (faithful mode), **holds?** to the corrected one. *ours* is the estimate "
+    "with its interval (hover it for the kind of interval and the number of sentences), decided by the rule "
+    "beside it; the *null* is the same computation on structureless input (uniform attention, or a dense graph "
+    "for the threshold graphs): where the null meets the claim too, the verdict is **not diagnostic**; where the "
+    "interval straddles the rule's threshold it is **inconclusive**."
 )
 
 
@@ -51,9 +51,43 @@ class PageSetup:
 
     def verdicts(self, page_id: str, results: list[Any], show: bool = True) -> list[Any]:
         """Both verdicts of every registry claim the ``results`` test; saved for the scorecard
-        (``verdicts.store``) and shown as one line per claim and model."""
+        (``verdicts.store``) and, with ``show``, shown as the verdict table (:meth:`verdict_table`). A page
+        computes them where its results exist, shows :meth:`result_box` there and the table at its end."""
         inputs = {"n_sentences": len(self.sentences), "dataset": self.dataset, "seed": self.seed}
         return save_verdicts(page_id, self.profile, results, inputs, show)
+
+    def result_box(self, found: list[Any], empty: str = "") -> None:
+        """The box at the top of the page: what its verdicts ``found`` say, in at most three bullets
+        (``report.page_verdicts.result_box``); ``empty`` is what it says when there are none."""
+        show_result_box(found, empty)
+
+    def verdict_table(self, found: list[Any], untested: list[tuple[str, str]] | None = None) -> None:
+        """The verdicts ``found`` as the page's verdict table, each claim linked to its row of the scorecard;
+        ``untested``: ``(claim id, why)`` of claims the page lists without a verdict."""
+        show_verdict_table(found, self.profile, untested or [])
+
+
+def show_result_box(found: list[Any], empty: str = "") -> None:
+    """Display the result box of ``found`` (a MyST admonition: the cell that shows it renders its Markdown
+    as MyST, ``mystnb.markdown_format: myst`` in its metadata)."""
+    from IPython.display import Markdown, display
+
+    from ..report.page_verdicts import NO_VERDICTS, result_box
+
+    display(Markdown(result_box(found, empty or NO_VERDICTS)))
+
+
+def show_verdict_table(found: list[Any], profile: str, untested: list[tuple[str, str]]) -> None:
+    """Display the preamble and the verdict table of ``found`` (links to the scorecard of ``profile``'s book)."""
+    from IPython.display import HTML, Markdown, display
+
+    from ..report.page_verdicts import NO_VERDICTS, scorecard_href, verdict_html
+
+    if not found and not untested:
+        display(Markdown(NO_VERDICTS))
+        return
+    display(Markdown(VERDICT_PREAMBLE))
+    display(HTML(verdict_html(found, scorecard_href(profile), untested)))
 
 
 def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[str, Any], show: bool = True
@@ -68,10 +102,7 @@ def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[s
               for r in results}
     v.save(page_id, profile, found, models=models, inputs=inputs)
     if show:
-        from IPython.display import Markdown, display
-
-        display(Markdown(VERDICT_PREAMBLE + "\n\n" + (v.verdict_lines(found) or "No claim of the registry "
-                                                                                "concerns these models here.")))
+        show_verdict_table(found, profile, [])
     return found
 
 

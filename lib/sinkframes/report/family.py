@@ -22,7 +22,7 @@ from ..analyses.base import ModelResult, Results
 from ..metrics.graphs import PAPER_THRESHOLDS
 from ..models import OFFLINE_MODELS
 from ..models.registry import hook_supports
-from ..paper import APPENDIX_OF, CLAIMS, Claim
+from ..paper import APPENDIX_OF, CLAIMS, CLAIMS_BY_ID, Claim
 from ..types import RunOptions
 from ..verdicts.rules import describe
 
@@ -298,16 +298,28 @@ def verdict_table(fr: FamilyResults) -> pd.DataFrame:
     model here can test say why."""
     found = family_verdicts(fr)
     table = verdicts.verdict_table(found) if found else pd.DataFrame()
-    tested = set(table["claim"]) if len(table) else set()
     missing = []
-    for c in appendix_claims(fr.family.key):
-        if c.id in tested:
-            continue
-        why = c.untestable or ("pipeline check: random weights decide no claim" if fr.pipeline_check
-                               else "no model of this family here")
+    for cid, why in untested_claims(fr):
+        c = CLAIMS_BY_ID[cid]
         missing.append({"claim": c.id, "model": "", "quantity": c.quantity, "paper": c.printed,
                         "reproduced?": "not evaluated", "holds?": "not evaluated", "reproduced: rule": why})
     return pd.concat([table, pd.DataFrame(missing)], ignore_index=True).fillna("")
+
+
+def untested_claims(fr: FamilyResults) -> list[tuple[str, str]]:
+    """``(claim id, why)`` of each claim of the appendix without a verdict on this page (the page's verdict
+    table lists them after the verdicts)."""
+    tested = {v.claim for v in family_verdicts(fr)}
+    why = "pipeline check: random weights decide no claim" if fr.pipeline_check else "no model of this family here"
+    return [(c.id, c.untestable or why) for c in appendix_claims(fr.family.key) if c.id not in tested]
+
+
+def no_verdicts_note(fr: FamilyResults) -> str:
+    """What the result box says when the page decides no claim of its appendix."""
+    if fr.pipeline_check:
+        return (f"A pipeline check: random weights decide none of the appendix's {len(appendix_claims(fr.family.key))} "
+                f"claims; a real {fr.family.name} model decides them.")
+    return "No model here is tested against the appendix's claims."
 
 
 def scorecard_note(fr: FamilyResults, profile: str, n_sentences: int) -> str:

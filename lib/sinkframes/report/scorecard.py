@@ -116,12 +116,13 @@ def _verdict_cell(reproduced: str, holds: str) -> str:
     return f"reproduced: {html.escape(reproduced)}<br>holds: {html.escape(holds)}"
 
 
-def html_table(table: pd.DataFrame, manifest: Manifest | None = None) -> str:
+def html_table(table: pd.DataFrame, manifest: Manifest | None = None,
+               saved: dict[str, PageVerdicts] | None = None) -> str:
     """The scorecard as an HTML table, one block per section: per claim, where the paper makes it and what it
-    reports (linked to the page that tests it), then one column per model with both verdicts; a note, when
-    there is one, on a row of its own. Pages as ``manifest`` lists them (by default the checkout's manifest
-    or the library's packaged copy)."""
-    targets = _claim_targets(manifest)
+    reports (linked to its row on the page that tests it, :func:`_claim_targets`), then one column per model with
+    both verdicts; a note, when there is one, on a row of its own. Pages as ``manifest`` lists them (by default
+    the checkout's manifest or the library's packaged copy)."""
+    targets = _claim_targets(manifest, saved)
     models = list(dict.fromkeys(c.rsplit(" ", 1)[0] for c in table.columns if c.endswith("?")))
     head = ["claim, and what the paper reports", *models]
     out = [SCORECARD_STYLE, '<table class="scorecard">',
@@ -133,8 +134,7 @@ def html_table(table: pd.DataFrame, manifest: Manifest | None = None) -> str:
             target = targets.get(str(r["claim"]))
             claim = html.escape(r["claim"])
             if target:
-                claim = (f'<a href="{target[0]}#what-the-evidence-supports" title="{html.escape(target[1])}">'
-                         f"{claim}</a>")
+                claim = f'<a href="{target[0]}" title="{html.escape(target[1])}">{claim}</a>'
             claim += (f'<br><span class="where">{html.escape(str(r["where"]))}; {html.escape(str(r["about"]))}'
                       f"</span><br>{html.escape(str(r['quantity']))}: <i>{html.escape(str(r['paper']))}</i>")
             cells = [claim, *(_verdict_cell(str(r[f"{m} reproduced?"]), str(r[f"{m} holds?"])) for m in models)]
@@ -448,7 +448,7 @@ LEGEND = (
     + ", ".join(f'<span class="{_SYMBOL_CLASS[s]}">{SYMBOLS[s]}</span> {s}' for s in STATUSES)
     + f", {NO_OFFICIAL_SYMBOL} no official computation, {NOT_RUN_SYMBOL} not run on this model; blank: the claim "
     "is not about the model's family. Hover a symbol for the estimate. The last column counts the <b>holds?</b> "
-    "verdicts over models. A claim's id links to the page that tests it.</p>"
+    "verdicts over models. A claim's id links to its row on the page that tests it.</p>"
 )
 
 
@@ -457,20 +457,29 @@ def _short_ref(ref: str) -> str:
     return ref.split(" (", 1)[0].rsplit("/", 1)[-1]
 
 
-def _claim_targets(manifest: Manifest | None) -> dict[str, tuple[str, str]]:
-    """``claim id -> (html file, page title)``: claims of appendices E-J link to their family page, the others
-    to the section page that tests them."""
+#: the heading every chapter ends with: where a claim without a row on its page links
+EVIDENCE_HEADING = "what-the-evidence-supports"
+
+
+def _claim_targets(manifest: Manifest | None, saved: dict[str, PageVerdicts] | None = None
+                   ) -> dict[str, tuple[str, str]]:
+    """``claim id -> (link, page title)``: claims of appendices E-J link to their row of the family page (which
+    lists every claim of its appendix), the others to their row of the section page that tests them when that
+    page saved a verdict on them in ``saved``, else to the page's closing section."""
     manifest = manifest or reader_manifest()
     if manifest is None:
         raise ManifestError("no manifest: neither a checkout nor the library's packaged copy (reinstall sinkframes)")
     titles = {p.id: (p.output.split("/")[-1].replace(".ipynb", ".html"), p.title) for p in manifest.pages}
     appendix_page = {APPENDIX_OF[str(p.parameters["offline"]["family"])]: p.id for p in manifest.pages
                      if "family" in p.parameters.get("offline", {})}
+    has_row = {(pid, v.claim) for pid, pv in (saved or {}).items() for v in pv.verdicts}
     out = {}
     for c in CLAIMS:
-        target = titles.get(appendix_page.get(c.section, c.page))
+        pid = appendix_page.get(c.section, c.page)
+        target = titles.get(pid)
         if target:
-            out[c.id] = target
+            anchor = claim_anchor(c.id) if c.section in appendix_page or (pid, c.id) in has_row else EVIDENCE_HEADING
+            out[c.id] = (f"{target[0]}#{anchor}", target[1])
     return out
 
 
@@ -503,7 +512,7 @@ def compact_html(saved: dict[str, PageVerdicts], manifest: Manifest | None = Non
     table = compact_table(saved)
     found = _index(saved)
     counts_of = tally(saved, "holds")
-    targets = _claim_targets(manifest)
+    targets = _claim_targets(manifest, saved)
     models = list(models_in_order(saved))
     head = ("<thead><tr><th>claim</th><th>sec.</th><th>what the paper reports</th>"
             + "".join(f'<th class="m" title="{html.escape(m)}">{html.escape(_short_ref(m))}</th>' for m in models)
@@ -515,7 +524,7 @@ def compact_html(saved: dict[str, PageVerdicts], manifest: Manifest | None = Non
         label = html.escape(cid)
         if cid in targets:
             href, title = targets[cid]
-            label = f'<a href="{href}#what-the-evidence-supports" title="{html.escape(title)}">{label}</a>'
+            label = f'<a href="{href}" title="{html.escape(title)}">{label}</a>'
         cells = [f'<td class="id">{label}</td>', f"<td>{html.escape(str(r['section']))}</td>",
                  f'<td class="st">{html.escape(str(r["statement"]))}</td>']
         if r["note"]:
