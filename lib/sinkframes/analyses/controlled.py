@@ -125,10 +125,12 @@ def measure_grid(folder: Path = CHECKPOINT_DIR, positions: list[str] | None = No
 
 def final_table(measured: pd.DataFrame) -> pd.DataFrame:
     """Per cell at the last checkpoint: the largest layer first-token share (mean and range over seeds), the
-    frame labels of the seeds, and the sink and loss steps."""
+    largest last-token share, the mean row mass of the layer with the largest share (1 under softmax; what a
+    sigmoid head gives in all), the frame labels of the seeds, and the sink and loss steps."""
     final = measured[measured["final"]].copy()
     final["peak_share"] = final["first_share"].map(max)
     final["peak_last"] = final["last_share"].map(max)
+    final["peak_mass"] = [m[int(np.argmax(f))] for f, m in zip(final["first_share"], final["mass"], strict=True)]
     out = []
     for _, g in final.groupby("cell", sort=False):
         out.append({
@@ -136,6 +138,7 @@ def final_table(measured: pd.DataFrame) -> pd.DataFrame:
             "attention": g["attention"].iloc[0], "seeds": len(g),
             "peak_first_share": g["peak_share"].mean(), "peak_first_low": g["peak_share"].min(),
             "peak_first_high": g["peak_share"].max(), "peak_last_share": g["peak_last"].mean(),
+            "row_mass": g["peak_mass"].mean(),
             "frames": ", ".join(g["frame"]), "sink_steps": ", ".join(_step_text(s) for s in g["sink_step"]),
             "loss_steps": ", ".join(_step_text(s) for s in g["loss_step"]),
             "final_loss": g["loss"].mean(), "zero_loss": g["zero_loss"].mean(),

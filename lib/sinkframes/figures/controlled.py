@@ -37,12 +37,12 @@ def final_share_heatmaps(final: pd.DataFrame) -> Figure:
                     continue
                 c = cell.iloc[0]
                 v = float(c["peak_first_share"])
-                ax.text(j + 0.5, i + 0.5, f"{v:.2f}\n[{c['peak_first_low']:.2f}, {c['peak_first_high']:.2f}]",
+                ax.text(j + 0.5, i + 0.5, f"{v:.2f}\n{c['peak_first_low']:.2f}-{c['peak_first_high']:.2f}",
                         ha="center", va="center", fontsize=7.5, color="white" if v < 0.55 else "black")
         ax.set_title(f"{arch}", fontsize=10)
         ax.set_xlabel("")
         ax.set_ylabel("")
-    fig.suptitle("Largest layer first-token share at the last step (seed mean [range])", fontsize=10)
+    fig.suptitle("Largest layer first-token share at the last step (seed mean, seed range)", fontsize=10)
     return finish(fig)
 
 
@@ -69,6 +69,7 @@ def emergence_curves(measured: pd.DataFrame, attention: str = "softmax") -> Figu
         for j, arch in enumerate(archs):
             ax = axes[i][j]
             twin = ax.twinx()
+            twin.grid(False)
             for _, run in m[(m["position"] == p) & (m["architecture"] == arch)].groupby("run"):
                 x = np.maximum(run["step"].to_numpy(), 16)  # step 0 drawn at the left edge of the log axis
                 ax.plot(x, run["peak"], color="#1b7837", lw=1.2, marker="o", ms=2.5)
