@@ -91,12 +91,8 @@ def emergence_curves(series: Series, label: str, heldout: pd.DataFrame | None = 
     axes[0].axhline(SINK_SHARE_THRESHOLD, color="black", ls=":", label="threshold (fixed in advance)")
     axes[0].set_title(f"{label}: first-token share by layer", fontsize=10)
     axes[0].set_ylabel("mean weight on position 0")
-    # one line per layer fills the panel: the layers are read off a colour bar, the threshold's legend sits under
-    # the panel
-    layers = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, max(1, shares.shape[1] - 1)))
-    fig.colorbar(layers, ax=axes[0], label="layer", pad=0.01)
-    threshold = [h for h, n in zip(*axes[0].get_legend_handles_labels(), strict=True) if n.startswith("threshold")]
-    axes[0].legend(handles=threshold, loc="upper left", bbox_to_anchor=(0.0, -0.22), fontsize=8, frameon=False)
+    # one line per layer fills the panel: the legend goes under it, outside the axes (tight_layout makes room)
+    axes[0].legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.25), frameon=False)
     axes[1].plot(x, table["loss"], marker="o", ms=3, label="loss on the page's sentences")
     if heldout is not None:
         axes[1].plot(np.where(heldout["step"] == 0, 0.5, heldout["step"]), heldout["loss"], marker="s", ms=3,
