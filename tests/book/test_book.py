@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sinkframes.book import batch, compare, execute, manifest, pages, params
+from sinkframes.book import batch, compare, execute, manifest, page_checks, pages, params
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
@@ -225,6 +225,8 @@ def smoke_dir(tmp_path_factory):
 def test_smoke_run_of_every_template(page, smoke_dir):
     out = execute.run_page(page, "smoke", ROOT, smoke_dir)
     assert out.exists() and execute.has_error_output(out) == []
+    # the result box, a caption under every figure, no raw Python values (book.page_checks)
+    assert page_checks.page_problems(nbformat.read(out, as_version=4), section=not page.run_last) == []
     assert not list(smoke_dir.glob(".*.running.ipynb"))
     # the section pages save their verdicts beside their copies (a family page shows its appendix's
     # verdicts without saving them: the section pages hold the same claims); the scorecard, run last, reads them

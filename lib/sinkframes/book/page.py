@@ -37,6 +37,7 @@ class PageSetup:
     dataset: str
     seed: int
     opts: RunOptions
+    page_id: str | None = None
 
     @property
     def texts(self) -> list[str]:
@@ -61,6 +62,11 @@ class PageSetup:
         (``report.page_verdicts.result_box``); ``empty`` is what it says when there are none."""
         show_result_box(found, empty)
 
+    def figure(self, fig: Any, caption: str, takeaway: str = "") -> None:
+        """Show ``fig`` with its numbered caption under it (``book.figure_caption``): ``caption`` says what
+        is drawn, ``takeaway`` (one sentence, from a ``report`` function wherever it holds a number) what it shows."""
+        show_figure(self.page_id, fig, caption, takeaway)
+
     def verdict_table(self, found: list[Any], untested: list[tuple[str, str]] | None = None) -> None:
         """The verdicts ``found`` as the page's verdict table, each claim linked to its row of the scorecard;
         ``untested``: ``(claim id, why)`` of claims the page lists without a verdict."""
@@ -75,6 +81,13 @@ def show_result_box(found: list[Any], empty: str = "") -> None:
     from ..report.page_verdicts import NO_VERDICTS, result_box
 
     display(Markdown(result_box(found, empty or NO_VERDICTS)))
+
+
+def show_figure(page_id: str | None, fig: Any, caption: str, takeaway: str = "") -> None:
+    """:meth:`PageSetup.figure` for a page without a set-up (the controlled grid): figures of ``page_id``."""
+    from .figure_caption import show
+
+    show(fig, caption, takeaway, page_id)
 
 
 def show_verdict_table(found: list[Any], profile: str, untested: list[tuple[str, str]]) -> None:
@@ -208,7 +221,11 @@ def setup(
         from ..analyses.topology import sentences as topology_sentences
 
         sentences = topology_sentences(n_sentences, seed=seed, dataset=dataset, csv_path=csv_path, selection=selection)
-    page = PageSetup(profile=profile, models=list(models), sentences=sentences, dataset=dataset, seed=seed, opts=opts)
+    page = PageSetup(profile=profile, models=list(models), sentences=sentences, dataset=dataset, seed=seed, opts=opts,
+                     page_id=page_id)
+    from .figure_caption import reset
+
+    reset(page_id)  # a page run again in the same kernel numbers its figures from 1
     if show:
         from IPython.display import Markdown, display
 

@@ -89,7 +89,8 @@ def reference_counts(frames: Sequence[ModelResult]) -> Figure:
     sns.barplot(data=pd.DataFrame(rows), x="model", y="count", hue="rule", ax=ax)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_ylabel("reference tokens (mean over layers)")
-    ax.legend(fontsize=8)
+    # the bars fill the panel: the legend goes above it, outside the axes
+    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     fig.tight_layout()
     return finish(fig)
 

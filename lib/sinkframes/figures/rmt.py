@@ -36,8 +36,11 @@ def layer_profiles(trained: Sequence[ModelResult], random: Sequence[ModelResult 
                     ax.fill_between(depth, d[f"{col}_lo"], d[f"{col}_hi"], alpha=0.2, color=model_colour(label))
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("relative depth (layer / last layer)")
-    axes[0][0].legend(fontsize=7)
     fig.tight_layout()
+    # the lines fill the panels: the legend goes under them, outside every axes
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, max(1, len(names))),
+               fontsize=8, frameon=False)
     return finish(fig)
 
 
@@ -88,7 +91,8 @@ def emergence_curves(series: Series, label: str, heldout: pd.DataFrame | None = 
     axes[0].axhline(SINK_SHARE_THRESHOLD, color="black", ls=":", label="threshold (fixed in advance)")
     axes[0].set_title(f"{label}: first-token share by layer", fontsize=10)
     axes[0].set_ylabel("mean weight on position 0")
-    axes[0].legend(fontsize=6, ncol=2)
+    # one line per layer fills the panel: the legend goes under it, outside the axes (tight_layout makes room)
+    axes[0].legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.25), frameon=False)
     axes[1].plot(x, table["loss"], marker="o", ms=3, label="loss on the page's sentences")
     if heldout is not None:
         axes[1].plot(np.where(heldout["step"] == 0, 0.5, heldout["step"]), heldout["loss"], marker="s", ms=3,

@@ -96,8 +96,11 @@ def correlation_flips(corr: pd.DataFrame) -> Figure:
         ax.set_title(model, fontsize=10)
         ax.set_xlabel("threshold t")
     axes[0, 0].set_ylabel("Pearson r with lambda2")
-    axes[0, -1].legend(fontsize=7, loc="lower left")
     fig.tight_layout()
+    # the lines and bands fill the panels: one legend for all of them, under the panels and outside every axes
+    handles, names = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, max(1, len(names))),
+               fontsize=8, frameon=False)
     return finish(fig)
 
 

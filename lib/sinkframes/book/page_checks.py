@@ -1,0 +1,93 @@
+"""What a reader must find on an executed page, checked on the notebook itself (no HTML build needed).
+
+- a section or family page opens with its result box (the ``What this page finds`` admonition);
+- every figure has its numbered caption (``book.figure_caption``) under it, in the same cell;
+- no rendered text shows a Python dict (``{'low': 0.1, ...}``) or a float with nine or more decimals
+  (a number printed with ``str`` instead of the page's formatting).
+
+The rendered text is what a reader sees: markdown cells, and each output in the representation the book
+renders (HTML before Markdown before plain text; an image's plain-text fallback is never shown).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..report.page_verdicts import BOX_TITLE
+from .figure_caption import CAPTION_PREFIX
+
+#: a Python dict printed as text: an opening brace, a quoted key and a colon (HTML-escaped quotes too)
+DICT_RE = re.compile(r"\{\s*(?:'|&#x27;|&#39;|\"|&quot;)[^'\"&\n]{1,40}(?:'|&#x27;|&#39;|\"|&quot;)\s*:")
+#: a float with nine or more decimals
+LONG_FLOAT_RE = re.compile(r"(?<![\w.])-?\d+\.\d{9,}(?![\d])")
+#: the order in which the book renders an output's representations (myst-nb's priority for HTML)
+RENDER_ORDER = ("text/html", "image/svg+xml", "image/png", "image/jpeg", "text/markdown", "text/latex", "text/plain")
+
+
+def _rendered(output: Any) -> tuple[str, str]:
+    """``(mime type, text)`` of what the book shows for one output (``("", "")`` for nothing)."""
+    if output.get("output_type") == "stream":
+        return "stream", "".join(output.get("text", ""))
+    data = output.get("data", {})
+    for mime in RENDER_ORDER:
+        if mime in data:
+            value = data[mime]
+            return mime, value if isinstance(value, str) else "".join(value)
+    return "", ""
+
+
+def rendered_texts(nb: Any) -> list[tuple[int, str]]:
+    """``(cell index, text)`` of every text a reader sees: markdown cells and the rendered text outputs."""
+    out = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            out.append((i, cell.source))
+        elif cell.cell_type == "code":
+            for o in cell.get("outputs", []):
+                mime, text = _rendered(o)
+                if mime and not mime.startswith("image/") and text:
+                    out.append((i, text))
+    return out
+
+
+def has_result_box(nb: Any) -> bool:
+    """Whether a Markdown output of the page opens its result box (``:::{admonition} What this page finds``)."""
+    marker = f":::{{admonition}} {BOX_TITLE}"
+    return any(marker in text for _, text in rendered_texts(nb))
+
+
+def uncaptioned_figures(nb: Any) -> list[int]:
+    """The cells with a figure that no caption block follows in the same cell's outputs."""
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        kinds = [_rendered(o) for o in cell.get("outputs", [])]
+        for k, (mime, _) in enumerate(kinds):
+            if not mime.startswith("image/"):
+                continue
+            after = next((text for m, text in kinds[k + 1:] if not m.startswith("image/")), "")
+            if not after.lstrip().startswith(CAPTION_PREFIX):
+                cells.append(i)
+                break
+    return cells
+
+
+def raw_values(nb: Any) -> list[tuple[int, str]]:
+    """``(cell index, excerpt)`` of every Python dict or over-long float in the rendered text."""
+    found = []
+    for i, text in rendered_texts(nb):
+        for rx in (DICT_RE, LONG_FLOAT_RE):
+            found += [(i, text[max(0, m.start() - 30): m.end() + 30]) for m in rx.finditer(text)]
+    return found
+
+
+def page_problems(nb: Any, section: bool) -> list[str]:
+    """Every problem of an executed page; ``section``: a section or family page, which needs its result box."""
+    problems = []
+    if section and not has_result_box(nb):
+        problems.append(f"no result box ({BOX_TITLE!r})")
+    problems += [f"cell {i}: a figure without a caption" for i in uncaptioned_figures(nb)]
+    problems += [f"cell {i}: a raw Python value in the text: {excerpt!r}" for i, excerpt in raw_values(nb)]
+    return problems
