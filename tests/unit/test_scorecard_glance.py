@@ -156,3 +156,15 @@ def test_a_model_outside_the_registry_stands_in_for_its_familys_paper_model():
     assert t.loc["google/gemma-7b", "stands in for"] == "itself (a paper model)"
     assert t.loc["tiny:other", "stands in for"] == "no paper model"
     assert t.loc["tiny:llama", "position encoding"] == "not recorded by the page that ran it"
+
+
+def test_a_comparison_claim_shows_its_group_verdict_in_the_note():
+    from sinkframes.paper import CLAIMS_BY_ID
+    from sinkframes.report.scorecard import _group_note
+    from sinkframes.verdicts import Estimate, Verdict
+
+    c = CLAIMS_BY_ID["C.1.kl_differs"]
+    v = Verdict(c.id, c.subject, "holds", "inconclusive", Estimate(0.05, 0.0, 0.12))
+    note = _group_note(c, {(c.id, c.subject, "holds"): v})
+    assert note == f"compared across {c.subject}: holds? inconclusive 0.05 [0, 0.12]"
+    assert _group_note(CLAIMS_BY_ID["1.bos_share"], {}) == ""

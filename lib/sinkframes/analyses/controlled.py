@@ -159,7 +159,9 @@ def group_results(measured: pd.DataFrame) -> list[ModelResult]:
         if g.empty:
             continue
         record = {"ref": f"{arch} grid (softmax)", "name": f"{arch} grid (softmax)", "family": subject,
-                  "paper_frame": "controlled", "causal": arch == "decoder", "n_layers": len(g["first_share"].iloc[0])}
+                  "paper_frame": "controlled", "causal": arch == "decoder", "n_layers": len(g["first_share"].iloc[0]),
+                  "position_encoding": "seven, one per cell of the grid",
+                  "weights": "trained by this project (chapter 9)"}
         runs: dict[str, list[dict[str, Any]]] = {
             str(run): [{str(k): v for k, v in row.items()} for row in rows.sort_values("step").to_dict("records")]
             for run, rows in g.groupby("run", sort=False)}

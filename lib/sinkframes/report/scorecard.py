@@ -410,6 +410,17 @@ def _short_note(c: Claim, models: dict[str, dict], ran: set[str]) -> str:
     return f"page `{c.page}` has not run" if c.page not in ran else ""
 
 
+def _group_note(c: Claim, found: dict) -> str:
+    """A claim that compares models is decided once for the group it names (its subject), not per model: its two
+    verdicts in words ('' for any other claim, or when the group has none)."""
+    if not getattr(c, "compares", None):
+        return ""
+    got = [(q, found.get((c.id, c.subject, q))) for q in ("reproduced", "holds")]
+    parts = [f"{q}? {v.status}" + (f" {v.estimate.text()}" if v.estimate is not None else "")
+             for q, v in got if v is not None]
+    return f"compared across {c.subject}: " + "; ".join(parts) if parts else ""
+
+
 def compact_table(saved: dict[str, PageVerdicts]) -> pd.DataFrame:
     """One row per claim (registry order): its id and anchor, section, a short statement (what it is about, the
     quantity and the paper's value), per model the two verdict symbols (*reproduced?* then *holds?*), the
@@ -423,7 +434,7 @@ def compact_table(saved: dict[str, PageVerdicts]) -> pd.DataFrame:
                "statement": f"{c.subject}: {c.quantity} (paper: {c.printed})"}
         row.update({ref: _badges(c, ref, rec, found) for ref, rec in models.items()})
         row["holds"] = tally_text(counts_of.get(c.id, Counter()))
-        row["note"] = "" if row["holds"] else _short_note(c, models, set(saved))
+        row["note"] = _group_note(c, found) or ("" if row["holds"] else _short_note(c, models, set(saved)))
         rows.append(row)
     return pd.DataFrame(rows, columns=["claim", "anchor", "section", "statement", *models, "holds", "note"])
 
