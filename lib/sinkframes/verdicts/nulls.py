@@ -45,35 +45,16 @@ def lengths_of(result: ModelResult) -> np.ndarray:
     raise ValueError(f"{result.analysis} result of {result.ref} keeps no sentence lengths; a null needs them")
 
 
-def null_summary(reducer: Any, make: Any, n: int, n_layers: int, n_heads: int, causal: bool
-                 ) -> dict[str, torch.Tensor]:
-    """``reducer`` on ``make(n, n_layers, n_heads, causal)``, cached on disk (namespace ``nulls``) when the
-    reducer names its parameters (``key()``): the input is fixed by the shapes alone, so a rebuild of a page,
-    or another page with a model of the same shapes, reads it instead of recomputing it (the threshold
-    graphs' spectra of a dense graph take seconds per length)."""
-    def compute() -> dict[str, torch.Tensor]:
-        return reducer(make(n, n_layers, n_heads, causal), causal)
-
-    if not hasattr(reducer, "key"):
-        return compute()
-    from ..cache import Cache, software_versions
-
-    key = {"null": make.__name__, "reducer": reducer.key(), "n": n, "n_layers": n_layers, "n_heads": n_heads,
-           "causal": causal, "versions": software_versions()}
-    value, _ = Cache(namespace="nulls").get_or_compute(key, compute)
-    return value
-
-
 def null_summaries(result: ModelResult, reducer: Any, make: Any = uniform_attention) -> list[dict[str, torch.Tensor]]:
     """``reducer`` on ``make(n, layers, heads, causal)`` (uniform attention) of ``result``'s shapes, one
-    summary per sentence (:func:`null_summary`, once per length)."""
+    summary per sentence."""
     rec = result.record
     by_length: dict[int, dict[str, torch.Tensor]] = {}
     out = []
     for n in lengths_of(result):
         if int(n) not in by_length:
-            by_length[int(n)] = null_summary(reducer, make, int(n), int(rec["n_layers"]), int(rec["n_heads"]),
-                                             bool(rec["causal"]))
+            by_length[int(n)] = reducer(make(int(n), int(rec["n_layers"]), int(rec["n_heads"]),
+                                                          bool(rec["causal"])), bool(rec["causal"]))
         out.append(by_length[int(n)])
     return out
 
