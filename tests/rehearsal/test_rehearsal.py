@@ -1,6 +1,10 @@
 """The paper and colab profiles, rehearsed end to end: ``python -m sinkframes build --profile <p>`` against the
 stand-in hub (two layers per model, ``HF_HUB_OFFLINE=1``) with three sentences per page
-(``SINKFRAMES_MAX_SENTENCES``), every page executed on the CPU into a scratch folder. Any page error fails."""
+(``SINKFRAMES_MAX_SENTENCES``), every page executed on the CPU into a scratch folder. Any page error fails.
+
+Cost (the README's "Rehearse the paper and colab profiles" has the measurement): the paper profile 4 to 5 minutes,
+the colab profile about 5, on the 2-core machine with another test suite running beside them (7.8 and 6.4 before the
+verdicts' bootstrap stopped recomputing repeated resamples and the stand-ins' large vocabularies were cut)."""
 
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ def test_every_page_of_the_profile_runs_to_the_end_against_the_stand_in_hub(prof
         text = _text(out)
         if page.id != "scorecard":
             assert f"with the `{profile}` profile" in text, page.id
+        if page.parameters[profile].get("models"):  # not the scorecard, not chapter 9 (the package's own grid)
             assert f"capped at {REHEARSAL_SENTENCES} by `SINKFRAMES_MAX_SENTENCES`" in text, page.id
             # the memory estimate printed before each hub model loads
             assert "weights" in text and "of attention" in text and "batch_size=" in text, page.id

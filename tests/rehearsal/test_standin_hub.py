@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sinkframes.models.standin_hub import STANDINS, profile_models, shrunk_heads
+from sinkframes.models.standin_hub import KEPT_VOCAB, STANDINS, profile_models, shrunk_heads
 from tests.conftest import ROOT
 
 
@@ -70,6 +70,18 @@ def test_the_stand_ins_keep_the_real_attention_settings(standin_home):
     assert _config(standin_home, "FacebookAI/xlm-roberta-base")["max_position_embeddings"] == 514
 
 
+def test_the_large_offline_vocabularies_are_cut_with_their_special_tokens_after_them(standin_home):
+    qwen = json.loads((_snapshot(standin_home, "Qwen/Qwen2.5-1.5B-Instruct") / "tokenizer.json").read_text())
+    specials = {a["content"]: a["id"] for a in qwen["added_tokens"]}
+    assert len(qwen["model"]["vocab"]) == KEPT_VOCAB + len(specials) and specials["<|endoftext|>"] == KEPT_VOCAB
+    cfg = _config(standin_home, "Qwen/Qwen2.5-1.5B-Instruct")
+    assert cfg["eos_token_id"] == specials["<|im_end|>"] and cfg["vocab_size"] >= KEPT_VOCAB + len(specials)
+    xlmr = json.loads((_snapshot(standin_home, "FacebookAI/xlm-roberta-large") / "tokenizer.json").read_text())
+    pieces = [p[0] for p in xlmr["model"]["vocab"]]
+    assert len(pieces) == KEPT_VOCAB + 1 and pieces[:4] == ["<s>", "<pad>", "</s>", "<unk>"] and pieces[-1] == "<mask>"
+    assert _config(standin_home, "FacebookAI/xlm-roberta-large")["vocab_size"] == len(pieces)
+
+
 PROBE = """
 import json, sys
 from sinkframes.models import load
@@ -96,7 +108,7 @@ def test_the_stand_ins_load_through_the_hub_path_with_their_family_conventions(s
         "meta-llama/Llama-3.2-1B@None": ("LlamaForCausalLM", "llama", True, "<|begin_of_text|>"),
         "mistralai/Mistral-7B-v0.1@None": ("MistralForCausalLM", "mistral", True, "<s>"),
         "google/gemma-2b@None": ("GemmaForCausalLM", "gemma", True, "<bos>"),
-        "Qwen/Qwen2.5-3B@None": ("Qwen2ForCausalLM", "qwen", False, "Attention"),
+        "Qwen/Qwen2.5-3B@None": ("Qwen2ForCausalLM", "qwen", False, "Att"),  # the cut vocabulary has no "Attention"
         "microsoft/phi-2@None": ("PhiForCausalLM", "phi", False, "At"),
         "EleutherAI/pythia-160m@step64": ("GPTNeoXForCausalLM", "pythia", False, "At"),
         "google-bert/bert-base-uncased@None": ("BertModel", "bert", True, "[CLS]"),

@@ -214,6 +214,26 @@ def test_boot_resamples_exactly_as_one_draw_per_replicate(monkeypatch):
         assert (e.low, e.high) == tuple(want)
 
 
+def test_boot_on_few_sentences_computes_each_distinct_resample_once_with_the_same_interval():
+    rng = np.random.default_rng(5)
+    calls: list[int] = []
+
+    def stat(m: np.ndarray) -> float:
+        calls.append(1)
+        return float(np.nanmax(m) - np.nanmin(m))
+
+    for n in (2, 3, 4):
+        x = rng.normal(size=(n, 4, 2))  # [sample, layer, head]
+        x[0, 1, 0] = np.nan
+        g = np.random.default_rng(3)
+        draws = np.array([stat(np.nanmean(x[g.integers(0, n, n)], 0)) for _ in range(1000)])
+        calls.clear()
+        e = V.boot(x, stat, seed=3)
+        assert (e.low, e.high) == (np.quantile(draws, 0.025), np.quantile(draws, 0.975))
+        distinct = len({tuple(r) for r in np.random.default_rng(3).integers(0, n, (1000, n))})
+        assert len(calls) == 1 + distinct <= 1 + n**n  # the point estimate, then one call per distinct resample
+
+
 def test_uniform_and_dense_nulls_have_the_model_shapes():
     a = V.uniform_attention(5, 2, 3, causal=True)
     assert a.shape == (2, 3, 5, 5) and torch.allclose(a.sum(-1), torch.ones(2, 3, 5))

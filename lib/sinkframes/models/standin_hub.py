@@ -12,12 +12,15 @@ class and architecture, the grouped-query ratio, sliding window, partial rotary 
 absolute positions (and their offset), biases, a head dimension decoupled from the width where the real
 model has one, tied or untied embeddings, the stored dtype, and a tokenizer of the right kind with the
 family's special tokens and BOS/EOS behaviour (the offline models' own tokenizers where the family matches:
-Qwen2.5's from the Qwen GGUF, XLM-R's from multilingual-e5, BERT's from MiniLM). Depth and width are
-shrunk and the weights are seeded random numbers: the pages' numbers mean nothing, their execution does.
+Qwen2.5's from the Qwen GGUF, XLM-R's from multilingual-e5, BERT's from MiniLM; the first two cut to their first
+32,000 entries, which load in a fraction of a second where the whole vocabularies take seconds each time).
+Depth and width are shrunk and the weights are seeded random numbers: the pages' numbers mean nothing, their
+execution does.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -41,6 +44,9 @@ STANDIN_LAYERS = 2
 HEAD_DIM = 8
 #: vocabulary of the small trained tokenizers (families without an offline tokenizer)
 TRAINED_VOCAB = 4000
+#: vocabulary kept of the large offline tokenizers the stand-ins reuse (Qwen2.5: about 150,000 entries, XLM-R:
+#: 250,002), about BERT's size: their first entries, then their special tokens
+KEPT_VOCAB = 32000
 #: the profiles whose models the stand-in holds
 PROFILES = ("paper", "colab")
 
@@ -212,6 +218,8 @@ TOKENIZER_KINDS: dict[str, TokenizerKind] = {
 }
 #: families whose tokenizer comes from an offline model: family -> offline key
 OFFLINE_TOKENIZERS = {"qwen": "qwen05", "bert": "minilm", "xlm-roberta": "e5small"}
+#: the offline tokenizers whose vocabulary the stand-ins cut (BERT's WordPiece, 30,522 entries, loads fast)
+CUT_VOCABULARIES = ("qwen", "xlm-roberta")
 #: the ``tokenizer_class`` each family's tokenizer_config.json names on the hub (what AutoTokenizer builds)
 TOKENIZER_CLASSES = {**{name: k.tokenizer_class for name, k in TOKENIZER_KINDS.items()}, "qwen": "Qwen2Tokenizer",
                      "bert": "BertTokenizer", "xlm-roberta": "XLMRobertaTokenizer"}
@@ -283,12 +291,70 @@ def _offline_tokenizer(key: str) -> Any:
     return AutoTokenizer.from_pretrained(str(folder))
 
 
+def _renumbered(spec: dict[str, Any], keep: int) -> dict[str, int]:
+    """Renumber the added (special) tokens of tokenizer.json ``spec`` whose ids are ``keep`` or more to ``keep``,
+    ``keep + 1``, ... (in their order); return ``content -> new id`` of those."""
+    moved = {a["content"]: keep + k for k, a in enumerate(a for a in spec["added_tokens"] if a["id"] >= keep)}
+    for a in spec["added_tokens"]:
+        a["id"] = moved.get(a["content"], a["id"])
+    for st in ((spec.get("post_processor") or {}).get("special_tokens") or {}).values():
+        st["ids"] = [moved.get(t, i) for t, i in zip(st["tokens"], st["ids"], strict=True)]
+    return moved
+
+
+def _cut_model(model: dict[str, Any], keep: int, moved: dict[str, int]) -> None:
+    """Keep the first ``keep`` entries of a BPE (its bytes and the tokens of its first merges) or Unigram (its
+    most probable pieces) tokenizer model, and the renumbered added tokens ``moved``."""
+    if model["type"] == "BPE":
+        vocab = {t: i for t, i in model["vocab"].items() if i < keep}
+        pairs = [m if isinstance(m, list) else m.split(" ") for m in model["merges"]]
+        model["merges"] = [m for m in pairs if m[0] in vocab and m[1] in vocab and m[0] + m[1] in vocab]
+        model["vocab"] = {**vocab, **moved}
+    elif model["type"] == "Unigram":
+        by_piece = {p[0]: p for p in model["vocab"]}
+        model["vocab"] = model["vocab"][:keep] + [by_piece[t] for t in sorted(moved, key=moved.__getitem__)]
+    else:
+        raise ValueError(f"cannot cut a {model['type']} vocabulary")
+
+
+def cut_vocabulary(tok: Any, keep: int = KEPT_VOCAB) -> Any:
+    """``tok`` (a fast tokenizer) with its vocabulary cut to its first ``keep`` entries and its special tokens
+    renumbered after them, in its own class; ``tok`` itself when it is not larger. A vocabulary of 150,000 to
+    250,000 entries takes seconds to load each time a page loads the model, and as many embedding rows."""
+    from transformers import AutoTokenizer
+
+    if len(tok) <= keep:
+        return tok
+    with tempfile.TemporaryDirectory() as tmp:
+        tok.save_pretrained(tmp)
+        path = Path(tmp) / "tokenizer.json"
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        moved = _renumbered(spec, keep)
+        _cut_model(spec["model"], keep, moved)
+        path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+        config = Path(tmp) / "tokenizer_config.json"
+        tc = json.loads(config.read_text(encoding="utf-8"))
+        if "added_tokens_decoder" in tc:
+            tc["added_tokens_decoder"] = {str(moved.get(a["content"], int(i))): a
+                                          for i, a in tc["added_tokens_decoder"].items()}
+            config.write_text(json.dumps(tc, ensure_ascii=False), encoding="utf-8")
+        return AutoTokenizer.from_pretrained(tmp)
+
+
+@cache
+def _cut_offline_tokenizer(key: str) -> Any:
+    """The tokenizer of offline model ``key``, its vocabulary cut (once per process: each stand-in gets a copy)."""
+    return cut_vocabulary(_offline_tokenizer(key))
+
+
 def standin_tokenizer(spec: StandIn) -> Any:
-    """The tokenizer the stand-in of ``spec`` ships: an offline model's where the family matches, else a
-    small trained one with the family's special tokens and start-token behaviour."""
+    """The tokenizer the stand-in of ``spec`` ships: an offline model's where the family matches (Qwen's and
+    XLM-R's vocabularies cut to :data:`KEPT_VOCAB` entries), else a small trained one with the family's special
+    tokens and start-token behaviour."""
     family = spec.tokenizer
     if family in OFFLINE_TOKENIZERS:
-        tok = _offline_tokenizer(OFFLINE_TOKENIZERS[family])
+        key = OFFLINE_TOKENIZERS[family]
+        tok = copy.deepcopy(_cut_offline_tokenizer(key)) if family in CUT_VOCABULARIES else _offline_tokenizer(key)
         if family == "qwen":  # Qwen2.5 base: <|endoftext|> ends and pads; the instruct models end on <|im_end|>
             tok.eos_token = "<|im_end|>" if spec.instruct else "<|endoftext|>"
             tok.pad_token = "<|endoftext|>"
@@ -435,8 +501,9 @@ def write_standin_hub(home: Path, *, layers: int = STANDIN_LAYERS, models: dict[
     for repo, revisions in wanted.items():
         spec = STANDINS[repo]
         tok = standin_tokenizer(spec)
-        sources[repo] = (f"offline {OFFLINE_TOKENIZERS[spec.tokenizer]}" if spec.tokenizer in OFFLINE_TOKENIZERS
-                         else f"trained {spec.tokenizer} ({len(tok)} tokens)")
+        sources[repo] = (f"trained {spec.tokenizer} ({len(tok)} tokens)" if spec.tokenizer not in OFFLINE_TOKENIZERS
+                         else f"offline {OFFLINE_TOKENIZERS[spec.tokenizer]}"
+                         + (f" (cut to {len(tok)} tokens)" if spec.tokenizer in CUT_VOCABULARIES else ""))
         org, name = repo.split("/", 1)
         repo_dir = hub / f"models--{org}--{name}"
         final = revisions[-1] if any(r.startswith("step") for r in revisions) else "main"

@@ -28,6 +28,9 @@ N_BOOT = 1000
 #: values of the resampled array built at once by :func:`boot` (about 128 MB of float64)
 BOOT_CHUNK_VALUES = 2**24
 BOOT = "95 % bootstrap over sentences"
+#: :func:`boot` evaluates the statistic once per distinct resample when there are fewer than this many times
+#: ``n_boot`` possible resamples (``n ** n`` for ``n`` sentences: up to 5 sentences at 1000 draws)
+DEDUP_RESAMPLES = 10
 LAYER_RANGE = "range of the layer means"
 NO_INTERVAL = "none (a population value)"
 
@@ -131,6 +134,17 @@ def _seed(r: ModelResult) -> int:
     return int(r.params.get("seed", 0))
 
 
+def _draws(stat: Callable[[np.ndarray], float], means: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``stat`` of each resample's ``means``. With few sentences the same resample is drawn many times (3
+    sentences: 27 possible draws of 3): ``stat`` then runs once per distinct draw and the others copy its value,
+    the same value it would compute again (the same rows give the same means)."""
+    n_boot, n = idx.shape
+    if n ** n >= DEDUP_RESAMPLES * n_boot:  # few repeats to expect: one call per draw
+        return np.array([stat(m) for m in means], dtype=float)
+    _, first, inverse = np.unique(idx, axis=0, return_index=True, return_inverse=True)
+    return np.array([stat(means[i]) for i in first], dtype=float)[inverse.reshape(-1)]
+
+
 def boot(x: np.ndarray, stat: Callable[[np.ndarray], float], seed: int = 0, n_boot: int = N_BOOT,
          level: float = 0.95) -> Estimate:
     """``stat`` of the mean over sentences of ``x`` ``[sample, ...]``, with a ``level`` bootstrap interval
@@ -145,7 +159,7 @@ def boot(x: np.ndarray, stat: Callable[[np.ndarray], float], seed: int = 0, n_bo
         idx = np.random.default_rng(seed).integers(0, n, (n_boot, n))  # [boot, sample]: the same draws one by one
         chunk = max(1, BOOT_CHUNK_VALUES // max(1, x.size))  # replicates resampled at once, memory bounded
         means = np.concatenate([np.nanmean(x[idx[i : i + chunk]], 1) for i in range(0, n_boot, chunk)])  # [boot, ...]
-        draws = np.array([stat(m) for m in means], dtype=float)
+        draws = _draws(stat, means, idx)
     ok = draws[~np.isnan(draws)]
     kind = BOOT if level == 0.95 else f"{level:.1%} bootstrap over sentences"
     if math.isnan(value) or ok.size < 0.95 * n_boot:
