@@ -146,8 +146,14 @@ def final_table(measured: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def step_of(x: Any) -> int | None:
+    """A sink or loss step as stored (``None``, or NaN once it went through a DataFrame) -> the step or ``None``."""
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
+
+
 def _step_text(step: Any) -> str:
-    return "never" if step is None or (isinstance(step, float) and math.isnan(step)) else str(int(step))
+    s = step_of(step)
+    return "never" if s is None else str(s)
 
 
 def group_results(measured: pd.DataFrame) -> list[ModelResult]:
@@ -192,7 +198,3 @@ def run_rows(result: ModelResult, position: str, attention: str, seed: int) -> l
         if (r["position"], r["attention"], int(r["seed"])) == (position, attention, seed):
             return rows
     return None
-
-
-def peak(values: list[float]) -> float:
-    return float(np.nanmax(values)) if len(values) else math.nan

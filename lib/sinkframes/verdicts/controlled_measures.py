@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..analyses.base import ModelResult
-from ..analyses.controlled import run_rows, seeds_of
+from ..analyses.controlled import run_rows, seeds_of, step_of
 from ..types import Mode
 from .measures import NULLS, measure
 from .verdict import Estimate
@@ -136,8 +136,8 @@ def sink_lag(r: ModelResult, mode: Mode) -> Estimate | None:
         first = rows[0]
         if first["attention"] != "softmax":
             continue
-        sink, loss = first["sink_step"], first["loss_step"]
-        if _is_step(sink) and _is_step(loss) and sink > 0 and loss > 0:
+        sink, loss = step_of(first["sink_step"]), step_of(first["loss_step"])
+        if sink is not None and loss is not None and sink > 0 and loss > 0:
             lags.append(math.log2(sink / loss))
     n_runs = sum(rows[0]["attention"] == "softmax" for rows in r.data["runs"].values())
     detail = f"{len(lags)} of {n_runs} softmax runs formed a sink and dropped their loss"
@@ -145,6 +145,3 @@ def sink_lag(r: ModelResult, mode: Mode) -> Estimate | None:
         return Estimate(math.nan, math.nan, math.nan, interval=RUN_RANGE, detail=detail, undetermined=True)
     return Estimate(float(np.median(lags)), min(lags), max(lags), n=len(lags), interval=RUN_RANGE, detail=detail)
 
-
-def _is_step(x: Any) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
