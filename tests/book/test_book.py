@@ -6,9 +6,6 @@ import ast
 import copy
 import json
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat

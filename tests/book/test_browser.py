@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from sinkframes.book import browser
+from sinkframes.report.page_verdicts import BOX_TITLE
 from tests.conftest import ROOT
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -58,10 +59,18 @@ CASES = {
     "alt": ('<img src="../_static/mathjax/../../_static/no-alt.png">', "without alt text"),
     "table": ("<table><tr>" + "<td>a_rather_long_column_value</td>" * 40 + "</tr></table>", "px wide"),
     "figure": ('<img src="data:image/svg+xml;utf8,<svg xmlns=\'http://www.w3.org/2000/svg\' width=\'1800\' '
-               "height='40'><rect width='1800' height='40' fill='red'/></svg>\" alt=\"a wide figure\">", "% of its size"),
+               "height='40'><rect width='1800' height='40' fill='red'/></svg>\" alt=\"a wide figure\">",
+               "% of its size"),
     "script": ("<script>undefinedFunctionOfTheBook();</script>", "console error"),
     "link": ('<a href="no-such-page.html">a page</a> <a href="intro.html#no-such-anchor">an anchor</a>',
              "broken link"),
+    "dict": ("<p>within {'low': 0.366, 'high': 0.654}</p>", "raw Python value"),
+    "float": ("<p>a share of 0.7899999999999999</p>", "raw Python value"),
+    "split word": ('<table><tr><td style="max-width:40px;overflow-wrap:anywhere">centralization</td></tr></table>',
+                   "broken across lines in a table cell"),
+    "caption": ('<div class="cell"><div class="cell_output"><img alt="an uncaptioned figure" src="data:image/svg+xml;'
+                "utf8,<svg xmlns='http://www.w3.org/2000/svg' width='200' height='40'/>\"></div></div>",
+                "without a numbered caption"),
     "traceback": ('<div class="cell_output"><div class="output traceback"><pre>Traceback (most recent call last)'
                   "</pre></div></div>", "error output"),
 }
@@ -76,6 +85,24 @@ def test_each_problem_is_caught(built_html, driver, kind):
     assert any(expected in p for p in report.problems), report.problems
     if kind == "link":
         assert any("broken anchor" in p for p in report.problems)
+
+
+@pytest.mark.slow
+def test_a_section_page_without_its_result_box_or_with_a_late_figure_is_caught(built_html, driver):
+    page = "02_softmax_geometry.html"
+    clean = browser.check_page(driver, built_html, built_html / "book" / page)
+    assert browser.is_section_page(clean.page) and not clean.problems, clean.problems
+
+    def without_box(html: str) -> str:
+        return html.replace(f">{BOX_TITLE}<", ">Something else<")
+
+    report = browser.check_page(driver, built_html, _broken_copy(built_html, page, "box", without_box), section=True)
+    assert any("no result box" in p for p in report.problems), report.problems
+    pushed = _broken_copy(built_html, page, "late", lambda h: _insert(h, '<div style="height:3000px"></div>'))
+    report = browser.check_page(driver, built_html, pushed, section=True)
+    assert any("first figure is" in p for p in report.problems), report.problems
+    as_other = browser.check_page(driver, built_html, pushed, section=False)
+    assert not any("first figure is" in p for p in as_other.problems)
 
 
 @pytest.mark.slow

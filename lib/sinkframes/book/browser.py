@@ -8,21 +8,30 @@ what a reader would meet:
 - a local link, or its ``#anchor``, that does not resolve (read from the HTML files);
 - a console error (a failed script, a missing resource);
 - raw TeX in the rendered text (``\\(`` or ``$$``: MathJax did not run);
-- a table, image or figure wider than the content column (or than the cell output holding it), or an image scaled down to fit it (its
-  labels, drawn at 9 pt or more, would shrink below that);
-- an error output, a traceback or a stderr stream.
+- a table, image or figure wider than the content column (or than the cell output holding it), or an
+  image scaled down to fit it (its labels, drawn at 9 pt or more, would shrink below that);
+- an error output, a traceback or a stderr stream;
+- a Python dict (``{'low': 0.1, ...}``) or a float with nine or more decimals in the rendered text;
+- a word broken across two lines inside a table cell (a break inside a run of letters and digits);
+- a figure in a cell's output with no numbered caption (``Figure 1.3.``, ``book.figure_caption``) after it
+  in the same cell;
+- on a section or family page (:func:`is_section_page`): no result box (the ``What this page finds``
+  admonition), or a first figure more than :data:`FIRST_FIGURE_PX` from the top of the page.
 
 It needs the ``chromium`` and ``chromium-driver`` packages (Debian) and Selenium.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urldefrag, urlparse
+
+from ..report.page_verdicts import BOX_TITLE
 
 #: the window a reader has: a laptop screen
 WINDOW = (1280, 1000)
@@ -33,6 +42,8 @@ WIDTH_SLACK_PX = 2
 #: an image shown below this share of its own size has labels smaller than drawn (figures are drawn at
 #: 96 dpi with labels of at least 9 pt: see ``figures.style``)
 MIN_IMAGE_SCALE_PCT = 97
+#: a section page shows its first figure within this many pixels of the page's top
+FIRST_FIGURE_PX = 2500
 
 # every value the page check returns, measured in the page after MathJax (if any) has finished
 _PAGE_SCRIPT = """
@@ -60,7 +71,37 @@ const measure = () => {
   const errors = [...column.querySelectorAll('.output.traceback, .output.stderr, .output.error, .output_error')]
     .map((el) => el.innerText.trim().slice(0, 120));
   if (text.includes('Traceback (most recent call last)')) errors.push('a traceback in the text');
-  done({width: width, broken: broken, no_alt: no_alt, wide: wide, shrunk: shrunk, tex: tex, errors: errors});
+  const raw = [];
+  for (const rx of [/\\{\\s*['"][^'"\\n]{1,40}['"]\\s*:/g, /(?<![\\w.])-?\\d+\\.\\d{9,}(?!\\d)/g]) {
+    for (const m of text.matchAll(rx)) raw.push(text.slice(Math.max(0, m.index - 30), m.index + m[0].length + 30));
+  }
+  // a word broken across lines: a run of letters and digits whose rectangles lie on two lines
+  const split_words = [];
+  for (const cell of column.querySelectorAll('td, th')) {
+    if (cell.offsetParent === null || cell.getClientRects().length === 0) continue;
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/[\\p{L}\\p{N}]{2,}/gu)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+        if (tops.size > 1) split_words.push(m[0]);
+      }
+    }
+  }
+  const caption = /^Figure [0-9A-Z]+(\\.[0-9]+)?\\./;
+  const outputs_images = [...column.querySelectorAll('.cell_output img')].filter((im) => im.offsetParent !== null);
+  const uncaptioned = outputs_images.filter((im) => {
+    const cell = im.closest('.cell') || im.closest('.cell_output');
+    return ![...cell.querySelectorAll('strong')].some((s) => caption.test(s.innerText.trim()) &&
+      (im.compareDocumentPosition(s) & Node.DOCUMENT_POSITION_FOLLOWING));
+  }).map((im) => name(im));
+  const first_figure = outputs_images.length ?
+    Math.round(outputs_images[0].getBoundingClientRect().top + window.scrollY) : null;
+  const boxes = [...column.querySelectorAll('.admonition-title')].map((el) => el.innerText.trim());
+  done({width: width, broken: broken, no_alt: no_alt, wide: wide, shrunk: shrunk, tex: tex, errors: errors,
+        raw: raw, split_words: split_words, uncaptioned: uncaptioned, first_figure: first_figure, boxes: boxes});
 };
 const start = () => {
   if (document.readyState !== 'complete' || !document.body) {
@@ -157,8 +198,9 @@ def link_problems(site: Path, page: Path, cache: dict[Path, _Links] | None = Non
 
 
 def check_page(driver: Any, site: Path, page: Path, screenshots: Path | None = None,
-               link_cache: dict[Path, _Links] | None = None) -> PageReport:
-    """Open ``page`` of the built ``site`` and list its problems (see the module docstring)."""
+               link_cache: dict[Path, _Links] | None = None, section: bool | None = None) -> PageReport:
+    """Open ``page`` of the built ``site`` and list its problems (see the module docstring); ``section``:
+    whether it is a section or family page (by default :func:`is_section_page` of its path)."""
     rel = str(page.relative_to(site))
     report = PageReport(rel)
     driver.get_log("browser")  # drop what earlier pages logged
@@ -174,6 +216,18 @@ def check_page(driver: Any, site: Path, page: Path, screenshots: Path | None = N
     report.problems += [f"error output: {e}" for e in found["errors"]]
     report.problems += [f"console error: {e['message'][:300]}" for e in driver.get_log("browser")
                         if e.get("level") == "SEVERE"]
+    report.problems += [f"a raw Python value in the text: {excerpt!r}" for excerpt in found["raw"]]
+    if found["split_words"]:
+        words = sorted(set(found["split_words"]))
+        report.problems.append(f"{len(found['split_words'])} word(s) broken across lines in a table cell: "
+                               + ", ".join(words[:12]))
+    report.problems += [f"a figure without a numbered caption after it: {what}" for what in found["uncaptioned"]]
+    if is_section_page(rel) if section is None else section:
+        if BOX_TITLE not in found["boxes"]:
+            report.problems.append(f"no result box ({BOX_TITLE!r})")
+        if found["first_figure"] is not None and found["first_figure"] > FIRST_FIGURE_PX:
+            report.problems.append(f"the first figure is {found['first_figure']} px from the top "
+                                   f"(at most {FIRST_FIGURE_PX})")
     report.problems += link_problems(site, page, link_cache)
     if screenshots is not None:
         shot = screenshots / (rel.replace("/", "__").removesuffix(".html") + ".png")
@@ -184,6 +238,12 @@ def check_page(driver: Any, site: Path, page: Path, screenshots: Path | None = N
         driver.set_window_size(*WINDOW)
         report.screenshot = shot
     return report
+
+
+def is_section_page(rel: str) -> bool:
+    """Whether the page at ``rel`` (relative to the site) is a section or family page of a book
+    (``book/01_reference_frames.html``, ``book/large/appendix_f_qwen.html``): one that opens with a result box."""
+    return re.fullmatch(r"book/(?:[\w-]+/)?(?:0[1-9]\w*|appendix_\w+)\.html", rel) is not None
 
 
 def site_pages(site: Path) -> list[Path]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 from .manifest import ALL_PROFILES
 
@@ -178,7 +178,7 @@ def _cmd_standin_hub(args: argparse.Namespace) -> int:
     return 0
 
 
-def parser() -> argparse.ArgumentParser:  # long: one add_argument per option, read top to bottom as the help is
+def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argument per option, read as the help is
     p = argparse.ArgumentParser(prog="python -m sinkframes", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 

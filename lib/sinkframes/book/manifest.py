@@ -126,7 +126,7 @@ def render_toc(m: Manifest) -> str:
         lines.append(f"  - caption: {caption}")
         lines.append("    chapters:")
         lines.extend(f"      - file: {f}" for f in files)
-    for profile, folder in OPTIONAL_PROFILES.items():
+    for profile in OPTIONAL_PROFILES:
         extra = [p for p in m.pages if profile in p.parameters]
         if extra:
             lines.append(f"  - caption: Larger models ({profile} profile)")

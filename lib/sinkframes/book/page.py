@@ -62,6 +62,10 @@ class PageSetup:
         (``report.page_verdicts.result_box``); ``empty`` is what it says when there are none."""
         show_result_box(found, empty)
 
+    def details(self, title: str, markdown: str) -> None:
+        """Show ``markdown`` folded under ``title`` (:func:`show_details`): material a reader opens on demand."""
+        show_details(title, markdown)
+
     def figure(self, fig: Any, caption: str, takeaway: str = "") -> None:
         """Show ``fig`` with its numbered caption under it (``book.figure_caption``): ``caption`` says what
         is drawn, ``takeaway`` (one sentence, from a ``report`` function wherever it holds a number) what it shows."""
@@ -81,6 +85,23 @@ def show_result_box(found: list[Any], empty: str = "") -> None:
     from ..report.page_verdicts import NO_VERDICTS, result_box
 
     display(Markdown(result_box(found, empty or NO_VERDICTS)))
+
+
+#: the title of the folded block that holds a page's provenance line
+PROVENANCE_TITLE = "How this page was made: versions, models, sentences"
+
+
+def details_markdown(title: str, markdown: str) -> str:
+    """``markdown`` in a folded MyST block (an admonition of class ``dropdown``) titled ``title``."""
+    return "\n".join([f"::::{{admonition}} {title}", ":class: dropdown", "", markdown.strip(), "::::"])
+
+
+def show_details(title: str, markdown: str) -> None:
+    """Display :func:`details_markdown` (the cell that shows it renders its Markdown as MyST,
+    ``mystnb.markdown_format: myst`` in its metadata; elsewhere the fences show as text around it)."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(details_markdown(title, markdown)))
 
 
 def show_figure(page_id: str | None, fig: Any, caption: str, takeaway: str = "") -> None:
@@ -106,7 +127,8 @@ def show_verdict_table(found: list[Any], profile: str, untested: list[tuple[str,
 def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[str, Any], show: bool = True
                   ) -> list[Any]:
     """Both verdicts of every registry claim the ``results`` test (those comparing models once for the group),
-    saved for the scorecard with the page's ``inputs`` (a page with no sentence set, such as the controlled grid, calls this directly)."""
+    saved for the scorecard with the page's ``inputs`` (a page with no sentence set, such as the controlled grid,
+    calls this directly)."""
     from .. import verdicts as v
 
     found = v.evaluate(results) + v.evaluate_comparisons(results, page=page_id)
@@ -227,7 +249,5 @@ def setup(
 
     reset(page_id)  # a page run again in the same kernel numbers its figures from 1
     if show:
-        from IPython.display import Markdown, display
-
-        display(Markdown(page.provenance()))
+        show_details(PROVENANCE_TITLE, page.provenance())
     return page

@@ -95,7 +95,7 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def parameter_problems(params: dict[str, Any]) -> list[str]:
+def parameter_problems(params: dict[str, Any]) -> list[str]:  # noqa: C901 - one flat check per parameter
     """What is wrong with a page's parameters (empty: fine). Unknown names are left to the template."""
     problems = []
     for name in ("models", "bos_comparison"):

@@ -101,7 +101,8 @@ def _package_bytes(model: str) -> int:
         return 0
 
 
-def preparation_tasks(pages: list[Page], profile: str) -> tuple[list[Task], list[str], list[tuple[str, int, dict[str, Any]]]]:
+def preparation_tasks(pages: list[Page], profile: str
+                      ) -> tuple[list[Task], list[str], list[tuple[str, int, dict[str, Any]]]]:
     """The preparation's tasks in the order they are given to the pool, with the models to convert and the
     attention plan they come from. Each model to convert is converted by its first attention task (or a
     task of its own if no page shares its attention); tasks with a conversion come first, the largest

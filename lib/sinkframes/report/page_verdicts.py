@@ -23,6 +23,7 @@ from ..paper.claims import PAPER
 from ..verdicts.rules import NUMERIC_TOL, describe
 from ..verdicts.verdict import NOT_SUPPORTED, QUESTIONS, STATUSES, SUPPORTED, Estimate, Verdict
 from .scorecard import BADGES, claim_anchor
+from .tables import breakable
 
 #: what each question means, as the box and the table say it
 QUESTION_WORDS = {"reproduced": "the authors' computation", "holds": "the corrected computation"}
@@ -239,7 +240,7 @@ def result_box(found: Sequence[Verdict], empty: str = NO_VERDICTS, title: str = 
 # -------------------------------------------------------------------------------------------------- the table
 VERDICTS_STYLE = (
     "<style>table.pv{font-size:0.8em;border-collapse:collapse;width:100%}"
-    "table.pv td,table.pv th{padding:2px 5px;vertical-align:top;text-align:left;overflow-wrap:anywhere}"
+    "table.pv td,table.pv th{padding:2px 5px;vertical-align:top;text-align:left;overflow-wrap:break-word}"
     "table.pv thead th{border-bottom:1px solid #999}table.pv tr.first td{border-top:1px solid #bbb}"
     "table.pv td.c{min-width:8em;max-width:14em}table.pv td.v{white-space:nowrap}"
     "table.pv .q,table.pv .parts{color:#555;font-size:0.92em}table.pv td.why,table.pv td.n{color:#555;"
@@ -281,7 +282,7 @@ def _estimate_cell(e: Estimate | None) -> str:
 def _claim_cell(claim_id: str, scorecard: str) -> str:
     c = CLAIMS_BY_ID[claim_id]
     link = (f'<a href="{html.escape(scorecard)}#{claim_anchor(claim_id)}" title="this claim on the scorecard">'
-            f"{html.escape(claim_id)}</a>")
+            f"{breakable(claim_id)}</a>")
     return (f'{link}<br><span class="q">{html.escape(c.quantity)}; {_said(c)}: '
             f"<i>{html.escape(c.printed)}</i></span>")
 
@@ -297,7 +298,7 @@ def _verdict_rows(claim_id: str, verdicts: list[Verdict], scorecard: str) -> lis
         new_question = first or verdicts[i - 1].question != v.question
         cells = [f'<td class="c">{_claim_cell(claim_id, scorecard)}</td>' if first else '<td class="c"></td>',
                  f"<td>{v.question}?</td>" if new_question else "<td></td>",
-                 f"<td><code>{html.escape(v.model)}</code></td>",
+                 f"<td><code>{breakable(v.model)}</code></td>",
                  f"<td>{_estimate_cell(v.estimate)}</td>",
                  f"<td>{html.escape(claim_rule_text(CLAIMS_BY_ID[claim_id]))}</td>" if first else "<td></td>",
                  f"<td>{null_cell(v)}</td>",

@@ -12,6 +12,7 @@ from ..book.manifest import Manifest, ManifestError, reader_manifest
 from ..paper import APPENDIX_OF, CLAIMS, Claim
 from ..paper.claims import LATER, PAPER
 from ..verdicts import NOT_EVALUATED, QUESTIONS, STATUSES, PageVerdicts, Verdict
+from .tables import breakable
 
 NOT_THIS_FAMILY = "-"
 #: the "reproduced?" cell of a claim whose quantity no official notebook computes (not a verdict, not counted)
@@ -102,7 +103,7 @@ def claim_counts(saved: dict[str, PageVerdicts], profile: str) -> dict[str, int]
 
 SCORECARD_STYLE = (
     "<style>table.scorecard{font-size:0.8em;border-collapse:collapse}"
-    "table.scorecard td,table.scorecard th{padding:3px 6px;vertical-align:top;overflow-wrap:anywhere}"
+    "table.scorecard td,table.scorecard th{padding:3px 6px;vertical-align:top;overflow-wrap:break-word}"
     "table.scorecard td{max-width:13em}table.scorecard td:first-child{max-width:17em}"
     "table.scorecard td.note{max-width:none;color:#555;padding-top:0}"
     "table.scorecard .where{color:#555}</style>"
@@ -132,7 +133,7 @@ def html_table(table: pd.DataFrame, manifest: Manifest | None = None,
         out.append(f'<tr><th colspan="{len(head)}">{html.escape(label)}</th></tr>')
         for _, r in g.iterrows():
             target = targets.get(str(r["claim"]))
-            claim = html.escape(r["claim"])
+            claim = breakable(r["claim"])
             if target:
                 claim = f'<a href="{target[0]}" title="{html.escape(target[1])}">{claim}</a>'
             claim += (f'<br><span class="where">{html.escape(str(r["where"]))}; {html.escape(str(r["about"]))}'
@@ -316,7 +317,7 @@ def not_run(saved: dict[str, PageVerdicts], manifest: Manifest | None = None) ->
 MODELS_STYLE = (
     "<style>table.sc-models{font-size:0.8em;border-collapse:collapse;max-width:100%}"
     "table.sc-models td,table.sc-models th{padding:2px 6px;vertical-align:top;text-align:left;"
-    "overflow-wrap:anywhere}table.sc-models thead th{border-bottom:1px solid #999}"
+    "overflow-wrap:break-word}table.sc-models thead th{border-bottom:1px solid #999}"
     "table.sc-models td.pg{white-space:nowrap}table.sc-models td:nth-child(2){min-width:9em;overflow-wrap:normal}"
     "</style>"
 )
@@ -332,7 +333,7 @@ def models_run_html(saved: dict[str, PageVerdicts], manifest: Manifest | None = 
     for _, r in models_run(saved, manifest).iterrows():
         pages = ", ".join(f'<a href="{links[p][0]}">{html.escape(links[p][1])}</a>' if p in links
                           else f"<code>{html.escape(p)}</code>" for p in r["pages"])
-        cells = [f"<code>{html.escape(r['model'])}</code>",
+        cells = [f"<code>{breakable(r['model'])}</code>",
                  *(html.escape(str(r[k])) for k in ("tested as", "position encoding", "stands in for"))]
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f'<td class="pg">{pages}</td></tr>')
     out.append("</tbody></table>")
@@ -442,7 +443,7 @@ def compact_table(saved: dict[str, PageVerdicts]) -> pd.DataFrame:
 COMPACT_STYLE = (
     "<style>table.sc-compact{font-size:0.8em;border-collapse:collapse;width:100%}"
     "table.sc-compact td,table.sc-compact th{padding:2px 4px;vertical-align:top;text-align:left}"
-    "table.sc-compact td.st{min-width:16em;overflow-wrap:anywhere}table.sc-compact td.id{overflow-wrap:anywhere;"
+    "table.sc-compact td.st{min-width:16em;overflow-wrap:break-word}table.sc-compact td.id{overflow-wrap:break-word;"
     "max-width:8.5em}table.sc-compact th.m{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;"
     "vertical-align:bottom;padding:4px 1px;width:1.9em}table.sc-compact td.b{text-align:center;white-space:nowrap;"
     "padding:2px 1px;width:1.9em}table.sc-compact td.n{color:#666;font-style:italic}"
@@ -532,7 +533,7 @@ def compact_html(saved: dict[str, PageVerdicts], manifest: Manifest | None = Non
     previous = None
     for _, r in table.iterrows():
         cid = str(r["claim"])
-        label = html.escape(cid)
+        label = breakable(cid)
         if cid in targets:
             href, title = targets[cid]
             label = f'<a href="{href}" title="{html.escape(title)}">{label}</a>'

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,7 @@ _STYLE = (
     "<style>"
     "table.sf-table{font-size:0.8em;border-collapse:collapse;margin:0.3em 0 0.8em 0;max-width:100%}"
     "table.sf-table th,table.sf-table td{padding:2px 6px;vertical-align:top;white-space:normal;"
-    f"max-width:{WRAP_CHARS * CHAR_PX:.0f}px;overflow-wrap:anywhere}}"
+    f"max-width:{WRAP_CHARS * CHAR_PX:.0f}px;overflow-wrap:break-word}}"
     "table.sf-table td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     "table.sf-table thead th{border-bottom:1px solid #999;text-align:left}"
     ".sf-table-note{font-size:0.8em;color:#555;margin:-0.5em 0 0.8em 0}"
@@ -74,6 +75,13 @@ def format_number(x: Any) -> str:
     if "." in s:
         s = s.rstrip("0").rstrip(".")
     return "0" if float(s) == 0 else s
+
+
+def breakable(text: str) -> str:
+    """``text`` escaped for HTML, with a line-break opportunity (``<wbr>``) after every ``.``, ``_``, ``/``, ``:``
+    and ``-``: a long identifier (``5.1.centralization_falls``, ``random:minilm``) wraps at its joints, so
+    that no cell has to break a word in the middle (the tables' ``overflow-wrap`` is ``break-word``)."""
+    return re.sub(r"([._/:-])(?=\S)", r"\1<wbr>", html.escape(text))
 
 
 def show_markers(text: str) -> tuple[str, bool]:
@@ -163,9 +171,9 @@ def column_groups(widths: list[float], n_keys: int, limit: float = COLUMN_PX) ->
 
 
 def _table(heads: list[str], rows: list[list[str]], numeric: list[bool], cols: list[int]) -> str:
-    th = "".join(f"<th>{html.escape(heads[i])}</th>" for i in cols)
+    th = "".join(f"<th>{breakable(heads[i])}</th>" for i in cols)
     body = "".join(
-        "<tr>" + "".join(f'<td class="num">{html.escape(r[i])}</td>' if numeric[i] else f"<td>{html.escape(r[i])}</td>"
+        "<tr>" + "".join(f'<td class="num">{html.escape(r[i])}</td>' if numeric[i] else f"<td>{breakable(r[i])}</td>"
                          for i in cols) + "</tr>"
         for r in rows
     )
