@@ -62,3 +62,24 @@ def test_the_scorecard_note_names_the_section_pages_and_their_sentence_counts(mo
     assert "(100 sentences)" in note and "its own" not in note  # the same counts: nothing to explain
     assert "its own 64 sentences" in family.scorecard_note(fr, "offline", 64)
     assert family.scorecard_note(family.FamilyResults(family.family_of("llama"), [], False), "offline", 100) == ""
+
+
+def test_only_the_claims_an_appendix_decides_itself_are_saved_by_its_page(tmp_path, monkeypatch):
+    from sinkframes import verdicts
+    from sinkframes.verdicts import Verdict
+
+    assert [c.id for c in family.own_claims("pythia")] == ["J.specialized_heads", "J.stronger_reference"]
+    assert family.own_claims("llama") == []  # the section pages decide every claim of Appendix E
+    monkeypatch.setenv(verdicts.store.ENV, str(tmp_path))
+    fr = family.FamilyResults(family.family_of("pythia"), ["pythia-70m", "pythia-160m"], False)
+    fr.evaluated = [Verdict("J.specialized_heads", "pythia", "holds", "supported"),
+                    Verdict("J.betti1_zero", "pythia-70m", "holds", "supported")]
+    saved = family.save_own_verdicts(fr, "paper", {"n_sentences": 10, "dataset": "embedded", "seed": 0})
+    assert [v.claim for v in saved] == ["J.specialized_heads"]
+    stored = verdicts.load_all(tmp_path)
+    assert [v.claim for v in stored["appendix_j_pythia"].verdicts] == ["J.specialized_heads"]
+    assert stored["appendix_j_pythia"].profile == "paper"
+    fr_llama = family.FamilyResults(family.family_of("llama"), ["smollm2"], False)
+    fr_llama.evaluated = [Verdict("E.kl_negative", "smollm2", "holds", "supported")]
+    assert family.save_own_verdicts(fr_llama, "offline", {}) == []
+    assert set(verdicts.load_all(tmp_path)) == {"appendix_j_pythia"}

@@ -1,4 +1,5 @@
-"""Command line: ``python -m sinkframes {models,info,sinks,build,toc,train-emergence,train-controlled,standin-hub}``.
+"""Command line: ``python -m sinkframes {models,info,sinks,build,toc,train-emergence,train-controlled,
+    scout-text-lm,standin-hub}``.
 
 The interface is stable because other tools call it; ``sinks --json`` prints
 ``{"model", "n_sentences", "frame", "layers": [{"layer", "first_token_share", "last_token_share",
@@ -160,6 +161,25 @@ def _cmd_train_controlled(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from ..training import emergence as em
+    from ..training import text_lm
+
+    unknown = [r for r in args.recipes if r not in text_lm.SCOUTS]
+    if unknown:
+        raise ValueError(f"unknown recipe(s) {unknown}; choose from {sorted(text_lm.SCOUTS)}")
+    log = Path(args.log) if args.log else text_lm.SCOUT_LOG
+    with tempfile.TemporaryDirectory() as tmp:
+        docs = em.default_text(Path(args.text_dir) if args.text_dir else None, Path(tmp))
+    for name in args.recipes:
+        text_lm.scout(text_lm.SCOUTS[name], docs, log)
+    print(f"probe records appended to {log}")
+    return 0
+
+
 def _cmd_standin_hub(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -262,6 +282,16 @@ def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argum
     c.add_argument("--check-steps", type=int, default=64, choices=[64, 128, 256],
                    help="with --check: retrain up to this checkpoint")
     c.set_defaults(func=_cmd_train_controlled)
+
+    st = sub.add_parser(
+        "scout-text-lm",
+        help="train recipes of the natural-text language model and record its first-token share every 250 steps "
+             "(the search for a recipe that forms a sink; no weights kept)",
+    )
+    st.add_argument("recipes", nargs="+", help="recipe names (training.text_lm.SCOUTS)")
+    st.add_argument("--log", default=None, help="the JSON-lines log (default: the one the package ships)")
+    st.add_argument("--text-dir", default=None, help="unpacked documentation sources instead of apt-get download")
+    st.set_defaults(func=_cmd_scout_text_lm)
 
     h = sub.add_parser(
         "standin-hub",

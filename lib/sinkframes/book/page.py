@@ -54,8 +54,12 @@ class PageSetup:
         """Both verdicts of every registry claim the ``results`` test; saved for the scorecard
         (``verdicts.store``) and, with ``show``, shown as the verdict table (:meth:`verdict_table`). A page
         computes them where its results exist, shows :meth:`result_box` there and the table at its end."""
-        inputs = {"n_sentences": len(self.sentences), "dataset": self.dataset, "seed": self.seed}
-        return save_verdicts(page_id, self.profile, results, inputs, show)
+        return save_verdicts(page_id, self.profile, results, self.inputs, show)
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        """What the page's verdicts were computed on, saved beside them."""
+        return {"n_sentences": len(self.sentences), "dataset": self.dataset, "seed": self.seed}
 
     def result_box(self, found: list[Any], empty: str = "") -> None:
         """The box at the top of the page: what its verdicts ``found`` say, in at most three bullets
@@ -132,13 +136,16 @@ def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[s
     from .. import verdicts as v
 
     found = v.evaluate(results) + v.evaluate_comparisons(results, page=page_id)
-    models = {r.ref: {k: r.record[k] for k in ("family", "paper_frame", "causal", "position_encoding", "weights")
-                      if k in r.record}
-              for r in results}
-    v.save(page_id, profile, found, models=models, inputs=inputs)
+    v.save(page_id, profile, found, models=model_records(results), inputs=inputs)
     if show:
         show_verdict_table(found, profile, [])
     return found
+
+
+def model_records(results: list[Any]) -> dict[str, dict[str, Any]]:
+    """What the scorecard needs to know of each model behind ``results`` (family, frame, mask, encoding, weights)."""
+    keys = ("family", "paper_frame", "causal", "position_encoding", "weights")
+    return {r.ref: {k: r.record[k] for k in keys if k in r.record} for r in results}
 
 
 CUSTOM = "custom"

@@ -293,6 +293,26 @@ def family_verdicts(fr: FamilyResults) -> list[verdicts.Verdict]:
     return [v for v in fr.evaluated if v.claim in ids]
 
 
+def own_claims(key: str) -> list[Claim]:
+    """The appendix's claims that its own page decides (``Claim.page`` is the appendix): those comparing the
+    family's sizes, which no section page runs together (Pythia's, for Appendix J)."""
+    pid = page_id(key)
+    return [c for c in appendix_claims(key) if c.page == pid]
+
+
+def save_own_verdicts(fr: FamilyResults, profile: str, inputs: dict[str, Any]) -> list[verdicts.Verdict]:
+    """Save, for the scorecard, the verdicts of :func:`own_claims` (the other claims of the appendix are
+    saved by the section pages that decide them); nothing for a pipeline check or a family with none."""
+    from ..book.page import model_records
+
+    ids = {c.id for c in own_claims(fr.family.key)}
+    if fr.pipeline_check or not ids:
+        return []
+    found = [v for v in family_verdicts(fr) if v.claim in ids]
+    verdicts.save(page_id(fr.family.key), profile, found, models=model_records(fr.all()), inputs=inputs)
+    return found
+
+
 def verdict_table(fr: FamilyResults) -> pd.DataFrame:
     """The appendix's claims with the paper's value, ours and both verdicts per model; claims that no
     model here can test say why."""

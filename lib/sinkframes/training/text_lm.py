@@ -1,0 +1,257 @@
+"""A small language model on natural text whose position encoding is a switch.
+
+Appendix B's byte-level run (:mod:`sinkframes.training.emergence`) never forms a first-token sink in
+its 36 CPU-minutes. This module is the search for a recipe that does, and the position-encoding grid
+at that recipe:
+
+- text: the same Python 3.11 documentation sources (same split: every 20th file held out);
+- tokens: a byte-level BPE vocabulary trained on the training text with ``tokenizers``
+  (:func:`train_tokenizer`), or raw bytes when ``vocab`` is 0; every window is one fixed BOS token
+  followed by ``seq_len - 1`` tokens at a seeded offset;
+- model: :class:`TinyLM`, the blocks of :mod:`sinkframes.training.tiny` (pre-norm, RMSNorm, GELU
+  MLP, every position encoding of :data:`~sinkframes.training.tiny.POSITIONS`) with a token
+  embedding tied to the read-out;
+- optimisation: AdamW (betas 0.9/0.95, weight decay on matrices), linear warm-up then cosine decay
+  to 10 %, gradient clipping at 1.0, one thread, deterministic algorithms.
+
+While it trains, a run measures the first-token share of every layer on fixed held-out windows
+(:func:`probe_shares`) so that a recipe's sink, or its absence, is seen without saving weights.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .tiny import Block, RMSNorm, TinyConfig, rope_angles
+
+BOS = "<s>"
+PROBE_SEED = 12345
+PROBE_WINDOWS = 32
+#: where the scouting runs' probe records are kept (one JSON object per line)
+SCOUT_LOG = Path(__file__).resolve().parents[1] / "data" / "text_lm" / "scouts.jsonl"
+
+
+@dataclass(frozen=True)
+class LMRecipe:
+    """Everything that decides a run's weights (text and tokenizer aside)."""
+
+    name: str
+    vocab: int = 4096  # BPE vocabulary size; 0 = bytes
+    d_model: int = 64
+    n_layers: int = 4
+    n_heads: int = 4
+    d_mlp: int = 256
+    seq_len: int = 128
+    batch_size: int = 32
+    steps: int = 4000
+    lr: float = 3e-3
+    warmup: int = 100
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    position: str = "rope"
+    seed: int = 0
+
+    def config(self, vocab_size: int) -> TinyConfig:
+        return TinyConfig(vocab_size, 0, position=self.position, attention="softmax", causal=True,
+                          d_model=self.d_model, n_heads=self.n_heads, n_layers=self.n_layers, d_mlp=self.d_mlp,
+                          max_len=self.seq_len)
+
+    def with_(self, **changes: Any) -> LMRecipe:
+        return replace(self, **changes)
+
+
+# ----------------------------------------------------------------------------------------- tokens
+def train_tokenizer(texts: Sequence[str], vocab: int) -> Any:
+    """A byte-level BPE ``tokenizers.Tokenizer`` of ``vocab`` entries trained on ``texts``; id 0 is BOS."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=[BOS], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+def encode(texts: Sequence[str], tokenizer: Any | None) -> np.ndarray:
+    """One token stream of ``texts`` (bytes when ``tokenizer`` is None, then BOS is id 256)."""
+    if tokenizer is None:
+        return np.concatenate([np.frombuffer(t.encode("utf-8"), dtype=np.uint8) for t in texts]).astype(np.int32)
+    return np.concatenate([np.asarray(e.ids, dtype=np.int32) for e in tokenizer.encode_batch(list(texts))])
+
+
+def windows(stream: np.ndarray, gen: torch.Generator, n: int, seq_len: int, bos: int) -> torch.Tensor:
+    """``n`` windows ``[n, seq_len]``: BOS, then ``seq_len - 1`` tokens from a seeded offset."""
+    starts = torch.randint(0, len(stream) - seq_len, (n,), generator=gen)  # [n]
+    body = torch.from_numpy(np.stack([stream[s : s + seq_len - 1] for s in starts.tolist()]).astype(np.int64))
+    return torch.cat([torch.full((n, 1), bos, dtype=torch.long), body], 1)  # [n, seq_len]
+
+
+# ----------------------------------------------------------------------------------------- model
+class TinyLM(nn.Module):
+    """``forward(ids) -> (logits [batch, position, vocab], attention [batch, layer, head, query, key])``."""
+
+    def __init__(self, cfg: TinyConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        nn.init.normal_(self.embed.weight, std=0.02)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.norm = RMSNorm(cfg.d_model)
+        self.table = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.position == "learned" else None
+        if self.table is not None:
+            nn.init.normal_(self.table.weight, std=0.02)
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        n = ids.shape[1]
+        x = self.embed(ids)  # [batch, position, d_model]
+        if self.table is not None:
+            x = x + self.table.weight[:n]
+        angles = rope_angles(self.cfg, n)
+        weights = []
+        for block in self.blocks:
+            x, w = block(x, angles, None)
+            weights.append(w)
+        return self.norm(x) @ self.embed.weight.T, torch.stack(weights, 1)
+
+
+def lm_loss(model: TinyLM, ids: torch.Tensor) -> torch.Tensor:
+    logits, _ = model(ids)
+    return nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+
+
+@torch.no_grad()
+def probe_shares(model: TinyLM, ids: torch.Tensor) -> dict[str, Any]:
+    """Held-out loss and, per layer, the first-token share (mean over heads and queries 1..n-1) and the
+    largest single head's share."""
+    model.eval()
+    logits, w = model(ids)  # w [batch, layer, head, query, key]
+    loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+    model.train()
+    first = w[:, :, :, 1:, 0].mean((0, 3))  # [layer, head]
+    return {"loss": round(float(loss), 4), "first_share": [round(float(v), 4) for v in first.mean(1)],
+            "best_head": [round(float(v), 4) for v in first.max(1).values]}
+
+
+def _lr_factor(step: int, recipe: LMRecipe) -> float:
+    if step < recipe.warmup:
+        return (step + 1) / recipe.warmup
+    frac = (step - recipe.warmup) / max(1, recipe.steps - recipe.warmup)
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
+
+
+def _cpu_seconds() -> float:
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
+def keep_freed_memory() -> None:
+    """Ask glibc to keep freed memory instead of returning it to the system after each step.
+
+    A step allocates and frees the ``[batch, position, vocab]`` logits (tens of MB); by default glibc
+    maps and unmaps such blocks every time, and the page faults cost as much as the arithmetic (half
+    of a step's time on the machine the runs were made on). The weights do not depend on this."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    libc = ctypes.CDLL(name)
+    if not hasattr(libc, "mallopt"):  # not glibc
+        return
+    m_trim_threshold, m_top_pad, m_mmap_max = -1, -2, -4
+    libc.mallopt(m_mmap_max, 0)  # every block from the heap, none mapped on its own
+    libc.mallopt(m_trim_threshold, 1 << 30)
+    libc.mallopt(m_top_pad, 1 << 28)
+
+
+def train_lm(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: int, bos: int,
+             probe_every: int = 250, log: Path | None = None,
+             progress: Callable[[str], None] | None = print) -> tuple[TinyLM, list[dict[str, Any]]]:
+    """Train ``recipe`` on the token streams; returns the model and the probe record every ``probe_every`` steps."""
+    keep_freed_memory()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    torch.manual_seed(recipe.seed)
+    model = TinyLM(recipe.config(vocab_size))
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    rest = [p for p in model.parameters() if p.ndim < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
+                             {"params": rest, "weight_decay": 0.0}], lr=recipe.lr, betas=(0.9, 0.95))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, recipe))
+    gen = torch.Generator().manual_seed(recipe.seed + 1000)
+    probe_ids = windows(held, torch.Generator().manual_seed(PROBE_SEED), PROBE_WINDOWS, recipe.seq_len, bos)
+    records: list[dict[str, Any]] = []
+    start, cpu0 = time.perf_counter(), _cpu_seconds()
+    for step in range(recipe.steps + 1):
+        if step % probe_every == 0 or step == recipe.steps:
+            rec = {"step": step, **probe_shares(model, probe_ids), "wall": round(time.perf_counter() - start, 1),
+                   "cpu": round(_cpu_seconds() - cpu0, 1)}
+            records.append(rec)
+            if log is not None:
+                with log.open("a") as fh:
+                    fh.write(json.dumps({"recipe": recipe.name, **rec}) + "\n")
+            if progress:
+                progress(f"{recipe.name} step {step}: loss {rec['loss']:.3f} first {rec['first_share']} "
+                         f"best head {rec['best_head']} {rec['wall']:.0f} s")
+        if step == recipe.steps:
+            break
+        loss = lm_loss(model, windows(train, gen, recipe.batch_size, recipe.seq_len, bos))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip)
+        opt.step()
+        sched.step()
+    return model, records
+
+
+def recipe_dict(recipe: LMRecipe) -> dict[str, Any]:
+    return asdict(recipe)
+
+
+BASE = LMRecipe("base")
+#: the recipes tried in the search for one that forms a first-token sink (each a change from ``base``)
+SCOUTS: dict[str, LMRecipe] = {r.name: r for r in (
+    BASE,
+    BASE.with_(name="wd0.5", weight_decay=0.5),
+    BASE.with_(name="hot", lr=1e-2, weight_decay=0.5),
+)}
+
+
+def token_streams(docs: Sequence[tuple[str, str]], vocab: int, holdout_every: int = 20
+                  ) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """``(training stream, held-out stream, vocabulary size, BOS id)`` of the documents (every
+    ``holdout_every``-th held out), tokenized by a BPE of ``vocab`` entries trained on the training part
+    (bytes when ``vocab`` is 0)."""
+    train = [t for i, (_, t) in enumerate(docs) if i % holdout_every != holdout_every - 1]
+    held = [t for i, (_, t) in enumerate(docs) if i % holdout_every == holdout_every - 1]
+    if not vocab:
+        return encode(train, None), encode(held, None), 257, 256
+    tok = train_tokenizer(train, vocab)
+    return encode(train, tok), encode(held, tok), tok.get_vocab_size(), tok.token_to_id(BOS)
+
+
+def scout(recipe: LMRecipe, docs: Sequence[tuple[str, str]], log: Path = SCOUT_LOG,
+          progress: Callable[[str], None] | None = print) -> list[dict[str, Any]]:
+    """Train ``recipe`` and append its probe records (every 250 steps) to ``log``: the search for a recipe
+    that forms a sink keeps its failures as well as its successes. No weights are kept."""
+    train, held, vocab_size, bos = token_streams(docs, recipe.vocab)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as fh:
+        fh.write(json.dumps({"recipe": recipe.name, "config": recipe_dict(recipe), "train_tokens": int(train.size),
+                             "torch": torch.__version__}) + "\n")
+    _, records = train_lm(recipe, train, held, vocab_size, bos, log=log, progress=progress)
+    return records
