@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from .reproducible import deterministic_threads
 from .sink_task import TASK, SinkTask
 from .tiny import POSITIONS, TinyConfig, TinyTransformer, build
 
@@ -93,8 +94,12 @@ def train_run(spec: RunSpec, plan: GridPlan = GridPlan(), task: SinkTask = TASK,
 
     ``stop`` ends the run early (the check retrains only the first steps); checkpoints past it are absent.
     """
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
+    with deterministic_threads(1):
+        return _train(spec, plan, task, stop)
+
+
+def _train(spec: RunSpec, plan: GridPlan, task: SinkTask, stop: int | None
+           ) -> tuple[dict[int, dict[str, torch.Tensor]], list[float], float]:
     model = build(spec.config(task), spec.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=plan.lr, weight_decay=plan.weight_decay)
     data = torch.Generator().manual_seed(spec.seed + plan.data_seed_offset)

@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .reproducible import deterministic_threads
+
 DOC_PACKAGE = "python3.11-doc=3.11.2-6+deb12u8"
 DOC_SOURCES = "usr/share/doc/python3.11/html/_sources"
 CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "data" / "emergence"
@@ -251,10 +253,14 @@ def train(
 
     ``stop_at``: stop after that step (used by ``--check`` to retrain only the start).
     """
+    with deterministic_threads(plan.threads):
+        return _train(plan, docs, out, stop_at, progress)
+
+
+def _train(plan: TrainingPlan, docs: Sequence[tuple[str, str]], out: Path, stop_at: int | None,
+           progress: Callable[[str], None] | None) -> TrainingLog:
     import transformers
 
-    torch.set_num_threads(plan.threads)
-    torch.use_deterministic_algorithms(True)
     train_data, held_data, sha = split_documents(docs, plan.holdout_every)
     log = TrainingLog(asdict(plan), dict(MODEL_CONFIG), sha, DOC_PACKAGE, int(train_data.size), int(held_data.size),
                       torch.__version__, transformers.__version__)

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .reproducible import deterministic_threads
 from .tiny import Block, RMSNorm, TinyConfig, rope_angles
 
 BOS = "<s>"
@@ -183,8 +184,12 @@ def train_lm(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: 
              progress: Callable[[str], None] | None = print) -> tuple[TinyLM, list[dict[str, Any]]]:
     """Train ``recipe`` on the token streams; returns the model and the probe record every ``probe_every`` steps."""
     keep_freed_memory()
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
+    with deterministic_threads(1):
+        return _train(recipe, train, held, vocab_size, bos, probe_every, log, progress)
+
+
+def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: int, bos: int, probe_every: int,
+           log: Path | None, progress: Callable[[str], None] | None) -> tuple[TinyLM, list[dict[str, Any]]]:
     torch.manual_seed(recipe.seed)
     model = TinyLM(recipe.config(vocab_size))
     decay = [p for p in model.parameters() if p.ndim >= 2]
