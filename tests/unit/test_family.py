@@ -83,3 +83,41 @@ def test_only_the_claims_an_appendix_decides_itself_are_saved_by_its_page(tmp_pa
     fr_llama.evaluated = [Verdict("E.kl_negative", "smollm2", "holds", "supported")]
     assert family.save_own_verdicts(fr_llama, "offline", {}) == []
     assert set(verdicts.load_all(tmp_path)) == {"appendix_j_pythia"}
+
+
+def test_a_page_not_run_opens_with_a_warning_that_says_how_to_run_it():
+    import ast
+    import re
+
+    fr = family.FamilyResults(family.family_of("phi"), ["tiny:phi"], pipeline_check=True)
+    box = family.not_run_box(fr, "offline")
+    assert box.startswith(":::{admonition} Not run in this profile") and ":class: warning" in box
+    cell = re.search(r"```python\n(.*?)\n```", box, re.S).group(1)
+    params = {n.targets[0].id: ast.literal_eval(n.value) for n in ast.parse(cell).body}  # a cell one can paste
+    assert params["profile"] == "colab" and params["models"] == ["microsoft/phi-2"]
+    assert params["pipeline_check"] is False
+    assert "`microsoft/phi-2` (2.7 B parameters, about 5.4 GB of weights in float16)" in box
+    assert family.not_run_box(family.FamilyResults(fr.family, ["phi2"], pipeline_check=False), "offline") == ""
+    assert family.nominal_parameters("EleutherAI/pythia-410m") == 410e6
+    assert family.nominal_parameters("some/model") is None
+
+
+def test_the_build_folds_the_analysis_sections_of_a_pipeline_check(tmp_path):
+    import nbformat
+
+    from sinkframes.book import manifest
+    from sinkframes.book.execute import PIPELINE_SECTION_TAG, fold_cells
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# I. Phi-2"), nbformat.v4.new_markdown_cell("## Topology"),
+                nbformat.v4.new_code_cell("x")]
+    for c in nb.cells[1:]:
+        c.metadata["tags"] = [PIPELINE_SECTION_TAG]
+    path = tmp_path / "page.ipynb"
+    nbformat.write(nb, path)
+    assert fold_cells(path, PIPELINE_SECTION_TAG) == 2
+    tags = [c.metadata.get("tags", []) for c in nbformat.read(path, 4).cells]
+    assert tags == [[], [PIPELINE_SECTION_TAG, "remove-cell"], [PIPELINE_SECTION_TAG, "remove-cell"]]
+    m = manifest.load_manifest(manifest.repo_root() / "notebooks" / "manifest.yml")
+    assert manifest.toc_title(m.page("appendix_i_phi")) == "I. Phi-2 (not run here)"
+    assert manifest.toc_title(m.page("appendix_e_llama")) == "E. Llama"

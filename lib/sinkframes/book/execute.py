@@ -68,6 +68,24 @@ def set_title(path: Path, title: str) -> None:
         nbformat.write(nb, path)
 
 
+#: the tag of a template's analysis sections that a pipeline check (random weights) leaves empty
+PIPELINE_SECTION_TAG = "analysis-section"
+
+
+def fold_cells(path: Path, tag: str) -> int:
+    """Remove the cells tagged ``tag`` from the rendered page (jupyter-book's ``remove-cell`` tag; the
+    notebook keeps them, for a reader who opens it on Colab); returns how many."""
+    nb = nbformat.read(path, as_version=4)
+    hit = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
+    for c in hit:
+        tags = c.metadata["tags"]
+        if "remove-cell" not in tags:
+            tags.append("remove-cell")
+    if hit:
+        nbformat.write(nb, path)
+    return len(hit)
+
+
 def has_error_output(path: Path) -> list[str]:
     """Names of the error outputs an executed notebook holds (empty list when clean)."""
     nb = nbformat.read(path, as_version=4)
@@ -210,6 +228,8 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
                 raise RuntimeError(f"page {page.id} holds error outputs: {errors}")
             clean_executed(tmp)
             set_title(tmp, page.title)
+            if page.params_for(profile).get("pipeline_check"):
+                fold_cells(tmp, PIPELINE_SECTION_TAG)
             failed = failed_models(tmp)
             if private:
                 verdicts = sorted(folder.glob("*.json"))

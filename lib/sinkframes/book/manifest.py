@@ -111,11 +111,21 @@ def load_manifest(path: Path | None = None) -> Manifest:
     return Manifest(root=toc.get("root", "book/intro"), back_matter=list(toc.get("back_matter", [])), pages=pages)
 
 
+#: the sidebar's word for a page whose default profile runs only a pipeline check (random weights)
+NOT_RUN_SUFFIX = " (not run here)"
+
+
+def toc_title(p: Page, profile: str = "offline") -> str:
+    """The page's sidebar title: its title, marked when ``profile`` runs it as a pipeline check only."""
+    pipeline = bool(p.parameters.get(profile, {}).get("pipeline_check"))
+    return p.title + (NOT_RUN_SUFFIX if pipeline else "")
+
+
 def render_toc(m: Manifest) -> str:
     """The ``_toc.yml`` text for the manifest (parts in first-seen order, then back matter)."""
     parts: dict[str, list[str]] = {}
     for p in m.pages:
-        parts.setdefault(p.part, []).append(f'{Path(p.output).with_suffix("")}\n        title: "{p.title}"')
+        parts.setdefault(p.part, []).append(f'{Path(p.output).with_suffix("")}\n        title: "{toc_title(p)}"')
     lines = [
         "# Generated from notebooks/manifest.yml by `python -m sinkframes toc --write`; do not edit.",
         "format: jb-book",

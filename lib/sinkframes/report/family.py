@@ -139,6 +139,54 @@ def header(fr: FamilyResults) -> str:
             + (f"\n\nNot run:{gaps}" if gaps else ""))
 
 
+#: parameters of a paper checkpoint whose id does not say its size (the model card's figure)
+_NOMINAL_PARAMETERS = {"microsoft/phi-2": 2.7e9}
+
+
+def nominal_parameters(model_id: str) -> float | None:
+    """A checkpoint's size as its name or model card gives it (``EleutherAI/pythia-2.8b`` -> 2.8e9), or None."""
+    import re
+
+    if model_id in _NOMINAL_PARAMETERS:
+        return _NOMINAL_PARAMETERS[model_id]
+    m = re.search(r"-(\d+(?:\.\d+)?)([mb])(?:-|$)", model_id.lower())
+    return float(m.group(1)) * (1e6 if m.group(2) == "m" else 1e9) if m else None
+
+
+def not_run_box(fr: FamilyResults, profile: str) -> str:
+    """For a pipeline check: the warning that opens the page (MyST), with the parameters cell that runs the
+    family on Colab and the paper's checkpoints with the size of their weights; ``""`` for real models."""
+    if not fr.pipeline_check:
+        return ""
+    from ..book.manifest import ManifestError, reader_manifest
+
+    fam, pid = fr.family, page_id(fr.family.key)
+    lines = [":::{admonition} Not run in this profile: a pipeline check on random weights", ":class: warning", "",
+             f"No real {fam.name} model runs in the `{profile}` profile, so this page decides none of appendix "
+             f"{fam.appendix}'s claims. Its analysis sections ran end to end on {len(fr.models)} random-weight "
+             "model(s) of the family's architecture (which tests the code path the paper's models take) and are "
+             "left out of this page."]
+    m = reader_manifest()
+    try:
+        page = m.page(pid) if m is not None else None
+    except ManifestError:
+        page = None
+    if page is not None and "colab" in page.parameters:
+        params = {k: v for k, v in page.parameters["colab"].items()}
+        body = "\n".join([f"profile = {'colab'!r}", *(f"{k} = {v!r}" for k, v in params.items())])
+        lines += ["", "To run it, open this page on Colab with a GPU runtime and replace its parameters cell with:",
+                  "", "```python", body, "```"]
+    if page is not None and "paper" in page.parameters:
+        ids = page.parameters["paper"].get("models", [])
+        sizes = [(i, nominal_parameters(i)) for i in ids]
+        described = ", ".join(f"`{i}`" + (f" ({n / 1e9:.1f} B parameters, about {2 * n / 1e9:.1f} GB of weights in "
+                                          "float16)" if n else "") for i, n in sizes)
+        lines += ["", f"The paper's checkpoints: {described}. `python -m sinkframes build --profile paper --pages "
+                  f"{pid}` runs them (network access; a GPU with room for the weights and one batch, which the page "
+                  "measures before it loads a model). Their running time was not measured here."]
+    return "\n".join([*lines, ":::"])
+
+
 def _stand_ins(fr: FamilyResults) -> str:
     """``key: what it stands in for`` for the offline models of the page (from the registry, which a cached
     result's record may predate), ``;``-joined."""

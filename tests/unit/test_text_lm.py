@@ -1,0 +1,64 @@
+"""The natural-text language model of the sink-recipe search (training.text_lm)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sinkframes.training import text_lm as T
+
+DOCS = [(f"doc{i}.txt", f"The function number {i} returns a list of {i % 7} items. " * 20) for i in range(40)]
+
+
+def test_the_tokenizer_keeps_bos_first_and_windows_start_with_it():
+    train, held, vocab, bos = T.token_streams(DOCS, vocab=300)
+    assert bos == 0 and vocab <= 300 and train.size > held.size > 0
+    assert bos not in set(train.tolist())  # BOS never occurs inside the text
+    ids = T.windows(train, torch.Generator().manual_seed(0), 5, 16, bos)
+    assert ids.shape == (5, 16) and (ids[:, 0] == bos).all() and (ids[:, 1:] != bos).all()
+    raw, _, n, byte_bos = T.token_streams(DOCS, vocab=0)
+    assert (n, byte_bos) == (257, 256) and raw.max() < 256
+
+
+def test_the_probe_reads_the_first_token_share_of_a_known_sink():
+    cfg = T.LMRecipe("t", d_model=32, n_heads=2, n_layers=2, d_mlp=32, seq_len=16).config(50)
+    model = T.TinyLM(cfg)
+    ids = torch.randint(1, 50, (3, 16))
+    ids[:, 0] = 0
+    # queries and keys set to zero: every row of every head is uniform over the keys it can see
+    for block in model.blocks:
+        torch.nn.init.zeros_(block.attn.qkv.weight)
+    rec = T.probe_shares(model, ids)
+    uniform = float(np.mean([1 / (q + 1) for q in range(1, 16)]))
+    assert rec["first_share"] == pytest.approx([uniform, uniform], abs=1e-4)
+    # a head whose keys all equal a BOS-only direction: the first token takes nearly all the weight
+    with torch.no_grad():
+        model.embed.weight.zero_()
+        model.embed.weight[0, 0] = 1.0
+        model.embed.weight[1:, 1] = 1.0
+        w = model.blocks[0].attn.qkv.weight  # rows: q (32), k (32), v (32)
+        w[0:16, 1] = 30.0  # head 0's query reads the text direction
+        w[32:48, 0] = 30.0  # head 0's key reads the BOS direction
+    rec = T.probe_shares(model, ids)
+    assert rec["best_head"][0] > 0.99 and rec["first_share"][0] == pytest.approx((rec["best_head"][0] + uniform) / 2,
+                                                                                abs=1e-3)
+
+
+def test_a_short_run_is_deterministic_and_lowers_the_loss():
+    train, held, vocab, bos = T.token_streams(DOCS, vocab=300)
+    recipe = T.LMRecipe("t", d_model=32, n_heads=2, n_layers=2, d_mlp=64, seq_len=32, batch_size=8, steps=30,
+                        warmup=5)
+    _, a = T.train_lm(recipe, train, held, vocab, bos, probe_every=10, progress=None)
+    _, b = T.train_lm(recipe, train, held, vocab, bos, probe_every=10, progress=None)
+    strip = [{k: v for k, v in r.items() if k not in ("wall", "cpu")} for r in a]
+    assert strip == [{k: v for k, v in r.items() if k not in ("wall", "cpu")} for r in b]
+    assert [r["step"] for r in a] == [0, 10, 20, 30] and a[-1]["loss"] < a[0]["loss"]
+
+
+def test_training_leaves_the_callers_torch_settings_as_they_were():
+    threads = torch.get_num_threads()
+    train, held, vocab, bos = T.token_streams(DOCS, vocab=0)
+    T.train_lm(T.LMRecipe("t", d_model=16, n_heads=1, n_layers=1, d_mlp=16, seq_len=16, batch_size=2, steps=2,
+                          warmup=1), train, held, vocab, bos, progress=None)
+    assert torch.get_num_threads() == threads and not torch.are_deterministic_algorithms_enabled()
