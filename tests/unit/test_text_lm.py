@@ -62,3 +62,34 @@ def test_training_leaves_the_callers_torch_settings_as_they_were():
     T.train_lm(T.LMRecipe("t", d_model=16, n_heads=1, n_layers=1, d_mlp=16, seq_len=16, batch_size=2, steps=2,
                           warmup=1), train, held, vocab, bos, progress=None)
     assert torch.get_num_threads() == threads and not torch.are_deterministic_algorithms_enabled()
+
+
+def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(tmp_path):
+    import json
+
+    from sinkframes.report import controlled as R
+
+    log = tmp_path / "scouts.jsonl"
+    hot = T.BASE.with_(name="hot", lr=1e-2, steps=500)
+    lines = [{"recipe": "base", "config": T.recipe_dict(T.BASE), "train_tokens": 10, "torch": "x"},
+             {"recipe": "base", "step": 0, "loss": 8.0, "first_share": [0.03, 0.04], "best_head": [0.04, 0.05],
+              "wall": 0, "cpu": 0},
+             {"recipe": "base", "step": 250, "loss": 5.0, "first_share": [0.05, 0.2], "best_head": [0.1, 0.6],
+              "wall": 60, "cpu": 120},
+             {"recipe": "hot", "config": T.recipe_dict(hot), "train_tokens": 10, "torch": "x"},
+             {"recipe": "hot", "step": 250, "loss": 4.0, "first_share": [0.7, 0.1], "best_head": [0.9, 0.2],
+              "wall": 60, "cpu": 60}]
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    heads, records = T.load_scouts(log)
+    assert set(heads) == {"base", "hot"} and len(records) == 6
+    table = R.scout_table(heads, records).set_index("recipe")
+    assert table.loc["base", "changes"] == "none (the base recipe)"
+    assert table.loc["hot", "changes"] == "steps 500, lr 0.01"  # in the order of the recipe's fields
+    assert table.loc["base", "steps"] == "250 of 4000 (stopped)" and table.loc["hot", "steps"] == "250 of 500 (stopped)"
+    assert table.loc["base", "largest layer share"] == 0.2 and table.loc["base", "largest head share"] == 0.6
+    assert not table.loc["base", "sink formed"] and table.loc["hot", "sink formed"]
+    assert table.loc["base", "CPU-minutes"] == 2.0
+    assert R.uniform_first_share(2) == 0.5 and abs(R.uniform_first_share(128) - 0.0349) < 1e-4
+    assert "A sink formed under hot" in R.scout_summary(table.reset_index(), 0.035)
+    none = R.scout_summary(table.reset_index().iloc[:1], 0.035)
+    assert "No recipe formed a first-token sink" in none and "0.200 (base)" in none

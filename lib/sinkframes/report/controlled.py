@@ -85,3 +85,55 @@ def provenance_line(profile: str, n_runs: int, probe: int, folder: str) -> str:
 
     weights = {"controlled grid": f"{n_runs} runs trained by this project (`train-controlled`), float16, in {folder}"}
     return provenance(profile, ["controlled grid"], probe, "sink_task", 0, weights=weights)
+
+
+def uniform_first_share(window: int) -> float:
+    """The first-token share of uniform causal attention over a ``window``-token sequence: the mean over
+    queries 1..n-1 of 1 / (query + 1)."""
+    return float(sum(1 / (q + 1) for q in range(1, window)) / (window - 1))
+
+
+def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed: float = 0.5) -> pd.DataFrame:
+    """One row per recipe of the natural-text search: what it changes from the base recipe, how far it ran,
+    its last held-out loss, the largest layer and single-head first-token shares it reached, and whether a
+    sink formed (a layer's head-mean share above ``formed`` at some probe)."""
+    from ..training.text_lm import changes_from_base
+
+    rows = []
+    for recipe, g in records.groupby("recipe", sort=False):
+        head = heads.get(str(recipe), {})
+        config = head.get("config", {})
+        last = g[g["step"] == g["step"].max()]
+        planned = config.get("steps")
+        ran = int(g["step"].max())
+        rows.append({"recipe": recipe, "changes": changes_from_base(config) if config else "",
+                     "steps": ran if planned in (None, ran) else f"{ran} of {planned} (stopped)",
+                     "CPU-minutes": round(float(g["cpu"].max()) / 60, 1), "held-out loss": float(last["loss"].iloc[0]),
+                     "largest layer share": float(g["first_share"].max()),
+                     "largest head share": float(g["best_head"].max()),
+                     "sink formed": bool(g["first_share"].max() > formed)})
+    return pd.DataFrame(rows)
+
+
+def scout_summary(table: pd.DataFrame, uniform: float) -> str:
+    """The search in one paragraph, from its table."""
+    formed = table[table["sink formed"]]
+    cpu = float(table["CPU-minutes"].sum())
+    best = table.loc[table["largest layer share"].idxmax()]
+    head = (f"{len(table)} recipes, {cpu:.0f} CPU-minutes of training in all. ")
+    if formed.empty:
+        return (head + f"**No recipe formed a first-token sink.** The largest layer share reached is "
+                f"{best['largest layer share']:.3f} ({best['recipe']}), against {uniform:.3f} for uniform "
+                f"attention and 0.5 for a formed sink; the largest single head reached "
+                f"{table['largest head share'].max():.3f}.")
+    names = ", ".join(str(r) for r in formed["recipe"])
+    return head + f"A sink formed under {names}; the largest layer share reached is {best['largest layer share']:.3f}."
+
+
+def scout_takeaway(table: pd.DataFrame, uniform: float) -> str:
+    """The natural-text search's figure in one sentence."""
+    best = table["largest layer share"].max()
+    if table["sink formed"].any():
+        return f"A sink formed: the largest layer share reached {best:.2f}."
+    return (f"No recipe came near a sink: the largest layer share reached {best:.3f}, against {uniform:.3f} for "
+            f"uniform attention.")

@@ -233,6 +233,7 @@ SCOUTS: dict[str, LMRecipe] = {r.name: r for r in (
     BASE,
     BASE.with_(name="wd0.5", weight_decay=0.5),
     BASE.with_(name="hot", lr=1e-2, weight_decay=0.5),
+    BASE.with_(name="bytes-deep", vocab=0, n_layers=6, steps=8000),
 )}
 
 
@@ -260,3 +261,32 @@ def scout(recipe: LMRecipe, docs: Sequence[tuple[str, str]], log: Path = SCOUT_L
                              "torch": torch.__version__}) + "\n")
     _, records = train_lm(recipe, train, held, vocab_size, bos, log=log, progress=progress)
     return records
+
+
+def load_scouts(log: Path = SCOUT_LOG) -> tuple[dict[str, dict[str, Any]], Any]:
+    """The scouting log: ``({recipe: its header (config, training tokens, torch)}, records)``, the records a
+    table with one row per probe and layer (``recipe, step, cpu, loss, layer, first_share, best_head``)."""
+    import pandas as pd
+
+    heads: dict[str, dict[str, Any]] = {}
+    rows = []
+    for line in Path(log).read_text().splitlines():
+        rec = json.loads(line)
+        if "config" in rec:
+            heads[rec["recipe"]] = rec
+            continue
+        for layer, (share, best) in enumerate(zip(rec["first_share"], rec["best_head"], strict=True)):
+            rows.append({"recipe": rec["recipe"], "step": rec["step"], "cpu": rec["cpu"], "loss": rec["loss"],
+                         "layer": layer, "first_share": share, "best_head": best})
+    return heads, pd.DataFrame(rows)
+
+
+def changes_from_base(config: dict[str, Any], base: LMRecipe = BASE) -> str:
+    """What a recipe changes from ``base``, in words (``lr 0.01, weight decay 0.5``); ``"none"`` for the base."""
+    words = {"lr": "lr", "weight_decay": "weight decay", "vocab": "vocabulary", "d_model": "width",
+             "n_layers": "layers", "n_heads": "heads", "d_mlp": "MLP width", "seq_len": "window",
+             "batch_size": "batch", "steps": "steps", "position": "position encoding", "warmup": "warm-up"}
+    ref = recipe_dict(base)
+    diffs = [f"{words.get(k, k)} {v:g}" if isinstance(v, float) else f"{words.get(k, k)} {v}"
+             for k, v in config.items() if k not in ("name", "seed") and ref.get(k) != v]
+    return ", ".join(diffs) or "none (the base recipe)"
