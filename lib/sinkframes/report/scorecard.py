@@ -104,28 +104,30 @@ def claim_counts(saved: dict[str, PageVerdicts], profile: str) -> dict[str, int]
 SCORECARD_STYLE = (
     "<style>table.scorecard{font-size:0.8em;border-collapse:collapse}"
     "table.scorecard td,table.scorecard th{padding:3px 6px;vertical-align:top;overflow-wrap:break-word}"
-    "table.scorecard td{max-width:13em}table.scorecard td:first-child{max-width:17em}"
+    "table.scorecard td:first-child{width:17em}"
     "table.scorecard td.note{max-width:none;color:#555;padding-top:0}"
     "table.scorecard .where{color:#555}</style>"
 )
 
 
-def _verdict_cell(reproduced: str, holds: str) -> str:
-    """One model's two verdicts on a claim, one per line (an en dash when the claim does not concern it)."""
+def _verdict_line(model: str, reproduced: str, holds: str) -> str:
+    """One model's two verdicts on a claim on one line (``""`` when the claim does not concern it)."""
     if reproduced.strip() in ("-", "") and holds.strip() in ("-", ""):
-        return "–"
-    return f"reproduced: {html.escape(reproduced)}<br>holds: {html.escape(holds)}"
+        return ""
+    return (f"<code>{breakable(model)}</code>: reproduced: {html.escape(reproduced)}; "
+            f"holds: {html.escape(holds)}")
 
 
 def html_table(table: pd.DataFrame, manifest: Manifest | None = None,
                saved: dict[str, PageVerdicts] | None = None) -> str:
     """The scorecard as an HTML table, one block per section: per claim, where the paper makes it and what it
-    reports (linked to its row on the page that tests it, :func:`_claim_targets`), then one column per model with
-    both verdicts; a note, when there is one, on a row of its own. Pages as ``manifest`` lists them (by default
-    the checkout's manifest or the library's packaged copy)."""
+    reports (linked to its row on the page that tests it, :func:`_claim_targets`), then both verdicts of every
+    model it concerns, a line per model (two columns whatever the number of models, so that the table fits the
+    page); a note, when there is one, on a row of its own. Pages as ``manifest`` lists them (by default the
+    checkout's manifest or the library's packaged copy)."""
     targets = _claim_targets(manifest, saved)
     models = list(dict.fromkeys(c.rsplit(" ", 1)[0] for c in table.columns if c.endswith("?")))
-    head = ["claim, and what the paper reports", *models]
+    head = ["claim, and what the paper reports", "both verdicts of each model it concerns, with our estimate"]
     out = [SCORECARD_STYLE, '<table class="scorecard">',
            "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     for section, g in table.groupby("section", sort=False):
@@ -138,7 +140,8 @@ def html_table(table: pd.DataFrame, manifest: Manifest | None = None,
                 claim = f'<a href="{target[0]}" title="{html.escape(target[1])}">{claim}</a>'
             claim += (f'<br><span class="where">{html.escape(str(r["where"]))}; {html.escape(str(r["about"]))}'
                       f"</span><br>{html.escape(str(r['quantity']))}: <i>{html.escape(str(r['paper']))}</i>")
-            cells = [claim, *(_verdict_cell(str(r[f"{m} reproduced?"]), str(r[f"{m} holds?"])) for m in models)]
+            lines = [_verdict_line(m, str(r[f"{m} reproduced?"]), str(r[f"{m} holds?"])) for m in models]
+            cells = [claim, "<br>".join(x for x in lines if x) or "–"]
             out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
             if str(r["note"]).strip():
                 out.append(f'<tr><td class="note" colspan="{len(head)}">{html.escape(str(r["note"]))}</td></tr>')

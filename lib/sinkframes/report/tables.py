@@ -29,6 +29,8 @@ import pandas as pd
 COLUMN_PX = 650
 #: average width of one character at the table's font size (0.8 em of 16 px), and cell padding
 CHAR_PX = 7.0
+#: the same for a header's bold characters (measured in the built book: "magnitude" takes 78 px)
+HEADER_CHAR_PX = 8.7
 CELL_PAD_PX = 12
 #: a cell wraps beyond this many characters
 WRAP_CHARS = 24
@@ -139,7 +141,7 @@ def column_px(head: str, cells: list[str]) -> float:
     """Estimated rendered width of one column: its longest header word or cell, wrapped at ``WRAP_CHARS``."""
     longest_word = max((len(w) for w in head.split()), default=0)
     longest_cell = max((len(c) for c in cells), default=0)
-    return min(max(longest_word, longest_cell, 1), WRAP_CHARS) * CHAR_PX + CELL_PAD_PX
+    return max(longest_word * HEADER_CHAR_PX, min(max(longest_cell, 1), WRAP_CHARS) * CHAR_PX) + CELL_PAD_PX
 
 
 def _key_columns(df: pd.DataFrame) -> int:
