@@ -75,3 +75,13 @@ def test_install_registers_the_formatter():
     shell = Shell()
     assert tables.install(shell) is True
     assert shell.display_formatter.formatters["text/html"].types[pd.DataFrame] is tables.to_html
+
+
+def test_identifiers_wrap_at_their_joints_and_nowhere_else():
+    from sinkframes.report.tables import breakable
+
+    assert breakable("5.1.centralization_falls") == "5.<wbr>1.<wbr>centralization_<wbr>falls"
+    assert breakable("random:minilm") == "random:<wbr>minilm"
+    assert breakable("a <b> & c") == "a &lt;b&gt; &amp; c"  # escaped, and no break inside an entity
+    assert breakable("end.") == "end."  # nothing to break after a final joint
+    assert "overflow-wrap:anywhere" not in tables.to_html(pd.DataFrame({"model": ["random:minilm"], "x": [1.0]}))
