@@ -87,6 +87,7 @@ def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(
     assert table.loc["hot", "changes"] == "steps 500, lr 0.01"  # in the order of the recipe's fields
     assert table.loc["base", "steps"] == "250 of 4000 (stopped)" and table.loc["hot", "steps"] == "250 of 500 (stopped)"
     assert table.loc["base", "largest layer share"] == 0.2 and table.loc["base", "largest head share"] == 0.6
+    assert table.loc["base", "layer share at the end"] == 0.2 and table.loc["hot", "layer share at the end"] == 0.7
     assert not table.loc["base", "sink formed"] and table.loc["hot", "sink formed"]
     assert table.loc["base", "CPU-minutes"] == 2.0
     assert R.uniform_first_share(2) == 0.5 and abs(R.uniform_first_share(128) - 0.0349) < 1e-4

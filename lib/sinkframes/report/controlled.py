@@ -95,7 +95,8 @@ def uniform_first_share(window: int) -> float:
 
 def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed: float = 0.5) -> pd.DataFrame:
     """One row per recipe of the natural-text search: what it changes from the base recipe, how far it ran,
-    its last held-out loss, the largest layer and single-head first-token shares it reached, and whether a
+    its last held-out loss, the largest layer share at its last probe, the largest layer and single-head
+    first-token shares it reached at any probe, and whether a
     sink formed (a layer's head-mean share above ``formed`` at some probe)."""
     from ..training.text_lm import changes_from_base
 
@@ -109,6 +110,7 @@ def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed:
         rows.append({"recipe": recipe, "changes": changes_from_base(config) if config else "",
                      "steps": ran if planned in (None, ran) else f"{ran} of {planned} (stopped)",
                      "CPU-minutes": round(float(g["cpu"].max()) / 60, 1), "held-out loss": float(last["loss"].iloc[0]),
+                     "layer share at the end": float(last["first_share"].max()),
                      "largest layer share": float(g["first_share"].max()),
                      "largest head share": float(g["best_head"].max()),
                      "sink formed": bool(g["first_share"].max() > formed)})
