@@ -10,7 +10,7 @@ import pandas as pd
 import seaborn as sns
 
 from .heatmap import heatmap
-from .style import _short, _style, finish, model_colour
+from .style import COLUMN_IN, _short, _style, finish, model_colour
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -26,25 +26,36 @@ def attention_maps(examples: Sequence[Extraction], sample: int = 0,
     ``examples``: one extraction per model; ``layers``: depths in [0, 1] (0 = first layer).
     """
     _style()
-    fig, axes = plt.subplots(len(examples), len(layers), figsize=(4.2 * len(layers), 3.9 * len(examples)),
+    fig, axes = plt.subplots(len(examples), len(layers), figsize=(COLUMN_IN, 2.55 * len(examples)),
                              squeeze=False, layout="constrained")
     for r, ex in enumerate(examples):
         if ex.attentions is None:
             raise ValueError(f"{ex.record['ref']}: attention_maps needs full attention (extract_attention)")
         att = ex.attentions[sample]  # [layer, head, query, key]
         n_layers = att.shape[0]
-        toks = [_short(t) for t in ex.tokens[sample]]
+        toks = _sparse_labels([_short(t) for t in ex.tokens[sample]])
         for c, depth in enumerate(layers):
             layer = int(round(depth * (n_layers - 1)))
             ax = axes[r, c]
             heatmap(ax, att[layer].mean(0).numpy(), cmap="magma", vmin=0, vmax=1, square=True,
                         cbar=c == len(layers) - 1, xticklabels=toks, yticklabels=toks)
-            ax.tick_params(labelsize=6)
+            ax.tick_params(labelsize=9, length=2, pad=1)
             ax.set_title(f"{ex.record['ref']}: layer {layer}", fontsize=10)
             if c == 0:
                 ax.set_ylabel("query")
             ax.set_xlabel("key")
     return finish(fig)
+
+
+#: at most this many token labels per axis of an attention map (9-point labels on a panel about 2 in high)
+MAX_TOKEN_LABELS = 8
+
+
+def _sparse_labels(tokens: Sequence[str], most: int = MAX_TOKEN_LABELS) -> list[str]:
+    """Every ``k``-th token's label (the first always: it is where a sink sits), the others blank, so that
+    labels never overlap; ``k`` is the smallest step that keeps at most ``most`` labels."""
+    step = max(1, -(-len(tokens) // most))
+    return [t if i % step == 0 else "" for i, t in enumerate(tokens)]
 
 
 def layer_profiles(frames: Sequence[ModelResult], labels: Sequence[str] | None = None) -> Figure:

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from ..analyses import spectral as sp
 from ..metrics.graphs import PAPER_THRESHOLDS
 from .heatmap import heatmap
-from .style import _style, finish, model_colour
+from .style import COLUMN_IN, _style, finish, model_colour
 
 if TYPE_CHECKING:
     from ..analyses.base import ModelResult
@@ -31,27 +31,36 @@ LABELS = {
 }
 
 
+#: column titles short enough for a third of the text column
+SHORT_LABELS = {"lambda2_norm": "lambda2 / n", "star_basic": "star-likeness (basic)",
+                "centralization": "degree centralization"}
+
+
 def threshold_sweeps(models: Sequence[ModelResult],
                      metrics: Sequence[str] = ("lambda2_norm", "star_basic", "centralization")) -> Figure:
-    """Corrected metric against threshold, one line per layer (colour = depth), one column per model."""
+    """Corrected metric against threshold, one line per layer (colour = depth): one row per model, one column
+    per metric, each column on one y-range so that the models compare at a glance."""
     _style()
-    fig, axes = plt.subplots(len(metrics), len(models), figsize=(4.2 * len(models), 3.0 * len(metrics)),
-                             squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(len(models), len(metrics), figsize=(COLUMN_IN, 0.6 + 1.35 * len(models)),
+                             squeeze=False, sharex=True, sharey="col", layout="constrained")
     cmap = plt.get_cmap("viridis")
-    for c, ms in enumerate(models):
+    for r, ms in enumerate(models):
         L = ms.n_layers
-        for r, metric in enumerate(metrics):
+        for c, metric in enumerate(metrics):
             ax = axes[r, c]
             y = np.nanmean(sp.at(ms, f"corrected/{metric}", PAPER_THRESHOLDS), 0)  # [t, layer]
             for layer in range(L):
                 ax.plot(PAPER_THRESHOLDS, y[:, layer], color=cmap(layer / max(1, L - 1)), lw=1, alpha=0.85)
             ax.set_xscale("log")
-            ax.set_title(f"{ms.ref}" if r == 0 else "", fontsize=10)
-            ax.set_ylabel(LABELS.get(metric, metric) if c == 0 else "", fontsize=9)
-            if r == len(metrics) - 1:
+            ax.set_xticks([1e-3, 1e-2, 1e-1])
+            if r == 0:
+                ax.set_title(SHORT_LABELS.get(metric, metric))
+            if c == 0:
+                ax.set_ylabel(ms.ref)
+            if r == len(models) - 1:
                 ax.set_xlabel("threshold t")
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, 1))
-    fig.colorbar(sm, ax=axes, shrink=0.6, label="relative depth (0 = first layer)")
+    fig.colorbar(sm, ax=axes, shrink=0.5, label="relative depth")
     return finish(fig)
 
 
