@@ -25,7 +25,7 @@ from ..cache import atomic_write_bytes
 from ..verdicts.store import ENV as VERDICTS_ENV
 from .alt_text import set_alt_texts
 from .install import pinned_ref, repository, set_install_cell
-from .manifest import Page, repo_root
+from .manifest import Page, repo_root, toc_title
 from .params import merge_parameters
 
 #: kernel starts tried per page: two kernels started at once by parallel workers can pick the same free port
@@ -227,7 +227,7 @@ def run_page(page: Page, profile: str, root: Path, out_dir: Path | None = None) 
             if errors:
                 raise RuntimeError(f"page {page.id} holds error outputs: {errors}")
             clean_executed(tmp)
-            set_title(tmp, page.title)
+            set_title(tmp, toc_title(page, profile))  # the sidebar shows the page's own title
             if page.params_for(profile).get("pipeline_check"):
                 fold_cells(tmp, PIPELINE_SECTION_TAG)
             failed = failed_models(tmp)

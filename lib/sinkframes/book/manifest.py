@@ -116,7 +116,8 @@ NOT_RUN_SUFFIX = " (not run here)"
 
 
 def toc_title(p: Page, profile: str = "offline") -> str:
-    """The page's sidebar title: its title, marked when ``profile`` runs it as a pipeline check only."""
+    """The page's title in the sidebar and on the executed page: its title, marked when ``profile`` runs it as a
+    pipeline check only."""
     pipeline = bool(p.parameters.get(profile, {}).get("pipeline_check"))
     return p.title + (NOT_RUN_SUFFIX if pipeline else "")
 

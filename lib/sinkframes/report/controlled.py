@@ -109,7 +109,8 @@ def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed:
         ran = int(g["step"].max())
         rows.append({"recipe": recipe, "changes": changes_from_base(config) if config else "",
                      "steps": ran if planned in (None, ran) else f"{ran} of {planned} (stopped)",
-                     "CPU-minutes": round(float(g["cpu"].max()) / 60, 1), "held-out loss (nats per token)": float(last["loss"].iloc[0]),
+                     "CPU-minutes": round(float(g["cpu"].max()) / 60, 1),
+                     "held-out loss (nats per token)": float(last["loss"].iloc[0]),
                      "layer share at the end": float(last["first_share"].max()),
                      "largest layer share": float(g["first_share"].max()),
                      "largest head share": float(g["best_head"].max()),
