@@ -43,7 +43,10 @@ def _link(cid: str) -> str:
 def test_numbers_print_round_off_as_zero_and_non_finite_values_as_words():
     assert pv.number_text(1e-17) == "0" and pv.number_text(-3e-12) == "0"
     assert pv.number_text(math.inf) == "infinity" and pv.number_text(-math.inf) == "minus infinity"
-    assert pv.number_text(math.nan) == "undefined" and pv.number_text(None) == "undefined"
+    assert pv.number_text(math.nan) == "not computable" and pv.number_text(None) == "not computable"
+    nan = V.Estimate(math.nan, math.nan, math.nan)
+    assert pv.estimate_text(nan) == "not computable" and nan.text() == "not computable"
+    assert pv.estimate_text(V.Estimate(0.5, math.nan, 0.7)) == "0.5 (interval not computable)"
     assert pv.number_text(0.53214) == "0.532" and pv.number_text(12345.6) == "12346"
     assert pv.estimate_text(E(1e-17, -2e-17, 3e-17)) == "0"
     assert pv.estimate_text(E(0.5, 0.4, math.inf)) == "0.5 [0.4, infinity]"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..analyses.controlled import LOSS_DROP, SINK_SHARE
@@ -122,7 +123,7 @@ def scout_summary(table: pd.DataFrame, uniform: float) -> str:
     """The search in one paragraph, from its table."""
     formed = table[table["sink formed"]]
     cpu = float(table["CPU-minutes"].sum())
-    best = table.loc[table["largest layer share"].idxmax()]
+    best = table.iloc[int(np.argmax(table["largest layer share"].to_numpy()))]
     head = (f"{len(table)} recipes, {cpu:.0f} CPU-minutes of training in all. ")
     if formed.empty:
         return (head + f"**No recipe formed a first-token sink.** The largest layer share reached is "

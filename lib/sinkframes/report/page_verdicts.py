@@ -36,11 +36,16 @@ _ORDER = {c.id: i for i, c in enumerate(CLAIMS)}
 
 
 # ------------------------------------------------------------------------------------------------ numbers in words
+#: what a page prints for a statistic that could not be computed (NaN)
+NOT_COMPUTABLE = "not computable"
+
+
 def number_text(x: float | None) -> str:
     """An estimate's number as a page prints it: three significant digits (whole above 1000), a value within
-    round-off of zero (``NUMERIC_TOL``) as ``0``, and the non-finite values as words."""
+    round-off of zero (``NUMERIC_TOL``) as ``0``, and the non-finite values as words (a NaN is a statistic that
+    could not be computed: a constant series, no data)."""
     if x is None or math.isnan(x):
-        return "undefined"
+        return NOT_COMPUTABLE
     if math.isinf(x):
         return "infinity" if x > 0 else "minus infinity"
     if abs(x) < NUMERIC_TOL:
@@ -72,9 +77,11 @@ def estimate_text(e: Estimate | None) -> str:
     if isinstance(e.value, str):
         return e.value
     value = number_text(float(e.value))
-    if e.low is None or e.high is None:
+    if value == NOT_COMPUTABLE or e.low is None or e.high is None:
         return value
     low, high = number_text(float(e.low)), number_text(float(e.high))
+    if NOT_COMPUTABLE in (low, high):
+        return f"{value} (interval {NOT_COMPUTABLE})"
     return value if low == high == value else f"{value} [{low}, {high}]"
 
 

@@ -204,7 +204,7 @@ def frame_type(r: ModelResult, mode: Mode) -> Estimate | None:
     if mode == "faithful":
         return None
     frame = str(r.data["frame"])
-    return Estimate(frame, n=r.n_sentences, interval="none (a classification)", detail=str(r.data.get("reason", "")),
+    return Estimate(frame, n=r.n_sentences, interval="no interval: a category", detail=str(r.data.get("reason", "")),
                     undetermined=frame == "undefined")
 
 

@@ -60,6 +60,8 @@ class Estimate:
         """``value [low, high]`` with three significant decimals, or the category."""
         if isinstance(self.value, str):
             return self.value
+        if _num(self.value) == "not computable":
+            return "not computable"
         if self.low is None or self.high is None or (self.low == self.high == self.value):
             return _num(self.value)
         return f"{_num(self.value)} [{_num(self.low)}, {_num(self.high)}]"
@@ -71,7 +73,7 @@ class Estimate:
 
 def _num(x: float | None) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "undefined"
+        return "not computable"
     return f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}"
 
 
