@@ -234,6 +234,8 @@ SCOUTS: dict[str, LMRecipe] = {r.name: r for r in (
     BASE.with_(name="wd0.5", weight_decay=0.5),
     BASE.with_(name="hot", lr=1e-2, weight_decay=0.5),
     BASE.with_(name="bytes-deep", vocab=0, n_layers=6, steps=8000),
+    BASE.with_(name="bytes-heads8", vocab=0, n_layers=6, n_heads=8, steps=4000),  # head width 8
+    BASE.with_(name="bytes-heads2", vocab=0, n_layers=6, n_heads=2, steps=4000),  # head width 32
 )}
 
 
