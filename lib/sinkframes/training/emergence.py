@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import resource
 import shutil
 import subprocess
 import tempfile
@@ -36,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .reproducible import deterministic_threads
+from .reproducible import cpu_seconds, deterministic_threads, warmup_cosine
 
 DOC_PACKAGE = "python3.11-doc=3.11.2-6+deb12u8"
 DOC_SOURCES = "usr/share/doc/python3.11/html/_sources"
@@ -270,10 +269,10 @@ def _train(plan: TrainingPlan, docs: Sequence[tuple[str, str]], out: Path, stop_
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     groups = [{"params": decay, "weight_decay": plan.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     opt = torch.optim.AdamW(groups, lr=plan.lr, betas=(0.9, 0.95), eps=1e-8)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, plan))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, plan.warmup, plan.steps))
     gen = torch.Generator().manual_seed(plan.seed)
     out.mkdir(parents=True, exist_ok=True)
-    start_wall, start_cpu = time.perf_counter(), _cpu_seconds()
+    start_wall, start_cpu = time.perf_counter(), cpu_seconds()
     last = plan.steps if stop_at is None else min(stop_at, plan.steps)
     for step in range(0, last + 1):
         if step in plan.checkpoints:
@@ -292,21 +291,10 @@ def _train(plan: TrainingPlan, docs: Sequence[tuple[str, str]], out: Path, stop_
         opt.step()
         sched.step()
         log.train_loss.append(round(float(loss.detach()), 5))
-    log.cpu_seconds = round(_cpu_seconds() - start_cpu, 1)
+    log.cpu_seconds = round(cpu_seconds() - start_cpu, 1)
     log.wall_seconds = round(time.perf_counter() - start_wall, 1)
     return log
 
-
-def _lr_factor(step: int, plan: TrainingPlan) -> float:
-    if step < plan.warmup:
-        return (step + 1) / plan.warmup
-    frac = (step - plan.warmup) / max(1, plan.steps - plan.warmup)
-    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
-
-
-def _cpu_seconds() -> float:
-    use = resource.getrusage(resource.RUSAGE_SELF)
-    return use.ru_utime + use.ru_stime
 
 
 def compare_checkpoints(a: Path, b: Path) -> float:

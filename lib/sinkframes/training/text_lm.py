@@ -21,8 +21,6 @@ While it trains, a run measures the first-token share of every layer on fixed he
 from __future__ import annotations
 
 import json
-import math
-import resource
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -33,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .reproducible import deterministic_threads
+from .reproducible import cpu_seconds, deterministic_threads, warmup_cosine
 from .tiny import Block, RMSNorm, TinyConfig, rope_angles
 
 BOS = "<s>"
@@ -146,17 +144,6 @@ def probe_shares(model: TinyLM, ids: torch.Tensor) -> dict[str, Any]:
             "best_head": [round(float(v), 4) for v in first.max(1).values]}
 
 
-def _lr_factor(step: int, recipe: LMRecipe) -> float:
-    if step < recipe.warmup:
-        return (step + 1) / recipe.warmup
-    frac = (step - recipe.warmup) / max(1, recipe.steps - recipe.warmup)
-    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
-
-
-def _cpu_seconds() -> float:
-    use = resource.getrusage(resource.RUSAGE_SELF)
-    return use.ru_utime + use.ru_stime
-
 
 def keep_freed_memory() -> None:
     """Ask glibc to keep freed memory instead of returning it to the system after each step.
@@ -196,15 +183,15 @@ def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: in
     rest = [p for p in model.parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
                              {"params": rest, "weight_decay": 0.0}], lr=recipe.lr, betas=(0.9, 0.95))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, recipe))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, recipe.warmup, recipe.steps))
     gen = torch.Generator().manual_seed(recipe.seed + 1000)
     probe_ids = windows(held, torch.Generator().manual_seed(PROBE_SEED), PROBE_WINDOWS, recipe.seq_len, bos)
     records: list[dict[str, Any]] = []
-    start, cpu0 = time.perf_counter(), _cpu_seconds()
+    start, cpu0 = time.perf_counter(), cpu_seconds()
     for step in range(recipe.steps + 1):
         if step % probe_every == 0 or step == recipe.steps:
             rec = {"step": step, **probe_shares(model, probe_ids), "wall": round(time.perf_counter() - start, 1),
-                   "cpu": round(_cpu_seconds() - cpu0, 1)}
+                   "cpu": round(cpu_seconds() - cpu0, 1)}
             records.append(rec)
             if log is not None:
                 with log.open("a") as fh:
