@@ -178,10 +178,12 @@ def test_analyse_passes_every_run_option_to_every_suite(monkeypatch):
     from sinkframes.types import RunOptions
 
     seen: dict[str, list[RunOptions]] = {"summarize": [], "output": [], "fisher": []}
-    record = {"ref": "fake", "n_layers": 3, "causal": True, "family": "llama"}
+    refs: list[str] = []
 
     def summarize(ref, texts, reducer, opts):
         seen["summarize"].append(opts)
+        refs.append(ref)
+        record = {"ref": ref, "n_layers": 3, "causal": True, "family": "llama"}
         return Extraction(record=record, texts=texts, tokens=[], summaries=_summaries(), from_cache=True)
 
     def output_check(ref, texts, seed=0, opts=None):
@@ -199,11 +201,15 @@ def test_analyse_passes_every_run_option_to_every_suite(monkeypatch):
                    revision="abc", quantization="q4", progress=False, use_cache=False)
     results = module.analyse(["a", "b"], ["x"] * 5, n_output=2, n_fisher=1, seed=1, **options)
     expected = RunOptions(**options)
-    assert seen == {"summarize": [expected] * 2, "output": [expected] * 2, "fisher": [expected] * 4}
+    # each model and its random-initialized twin get the KL suite; the twin gets no output check and no Fisher
+    assert refs == ["a", "random:a", "b", "random:b"]
+    assert seen == {"summarize": [expected] * 4, "output": [expected] * 2, "fisher": [expected] * 4}
     r = results[0]
+    assert r.data["twin"].ref == "random:a" and not r.data["twin"].data["fisher"]
     assert r.from_cache and r.data["output"] == "output check"
     assert r.data["fisher"] == {"faithful": "fisher faithful on 1", "corrected": "fisher corrected on 1"}
     assert r.params == {"n_output": 2, "n_fisher": 1, "seed": 1, **options}
+    assert module.analyse(["a"], ["x"] * 5, n_output=0, n_fisher=0, twin=False, **options)[0].data.get("twin") is None
     with pytest.raises(TypeError, match="run option"):
         module.analyse(["a"], ["x"], batchsize=3)
     with pytest.raises(ValueError, match="n_output"):

@@ -149,7 +149,31 @@ def test_every_depth_and_shape_claim_has_a_null_that_can_pass():
               "_over_early")
     for c in CLAIMS:
         if c.testable and any(k in c.measure for k in shapes):
-            assert "layer_order" in M.MEASURES[c.measure].extra_nulls and c.measure in M.LAYER_SHAPES, c.id
+            nulls = M.MEASURES[c.measure].extra_nulls
+            assert "layer_order" in nulls and "random_twin" in nulls and c.measure in M.LAYER_SHAPES, c.id
+    for name in ("information.kl_first_middle_last", "information.kl_argmin_layer",
+                 "spectral.centralization_middle_max", "positions.early_attractor_heads"):
+        assert "random_twin" in M.MEASURES[name].extra_nulls, name
+
+
+def test_the_twin_null_passes_where_the_architecture_alone_gives_the_shape_and_fails_where_training_does():
+    from sinkframes.verdicts.evaluate import _Nulls
+
+    name = "values.entropy_last_minus_first"
+    m = M.MEASURES[name]
+    falling = _entropy_result(np.linspace(3.0, 1.0, 8))
+    assert _Nulls(falling).run(m, "random_twin", "corrected") is None  # no twin ran: the null is not run
+    # a twin (random weights, same architecture) that falls as much: the fall owes nothing to training
+    falling.data["twin"] = _entropy_result(np.linspace(3.0, 1.0, 8), seed=1)
+    model, twin = m.fn(falling, "corrected"), _Nulls(falling).run(m, "random_twin", "corrected")
+    assert twin.high < 0
+    status, rows, _ = V.rules.decide_all("below", {"threshold": 0.0}, model, [("random-initialized twin", twin)])
+    assert status == V.NOT_DIAGNOSTIC and rows[0][2] == V.SUPPORTED
+    # a flat twin: the trained model's fall is its own
+    falling.data["twin"] = _entropy_result(np.full(8, 2.0), seed=1)
+    twin = _Nulls(falling).run(m, "random_twin", "corrected")
+    status, rows, _ = V.rules.decide_all("below", {"threshold": 0.0}, model, [("random-initialized twin", twin)])
+    assert status == V.SUPPORTED and rows[0][2] != V.SUPPORTED
 
 
 def test_star_likeness_is_checked_against_thresholded_uniform_attention_too():

@@ -83,6 +83,32 @@ class ModelResult:
         return _TABLES[self.analysis](self, mode)
 
 
+#: where a result keeps the same analysis of its model's random-initialized twin (``data[TWIN]``)
+TWIN = "twin"
+
+
+def with_twin(result: ModelResult, run: Callable[[str], ModelResult]) -> ModelResult:
+    """``result`` with ``run(twin ref)`` kept in ``result.data[TWIN]``: the same analysis, on the same texts and
+    options, of the model's random-initialized twin (same architecture and configuration, random weights).
+
+    The twin is the null of the depth and shape claims that can pass: a late-minus-early difference, a U
+    shape or a middle peak that the architecture gives before any training shows up in the twin too. A
+    result that is itself a twin gets none. A twin that fails (out of memory, say) is announced and leaves
+    ``result`` as it was, without the twin: its verdicts then list that null as not run."""
+    from ..models.loading import RANDOM_PREFIX
+
+    if result.ref.startswith(RANDOM_PREFIX):
+        return result
+    twin = f"{RANDOM_PREFIX}{result.ref}"
+    try:
+        result.data[TWIN] = run(twin)
+    except Exception as exc:  # noqa: BLE001 - the trained model's result must survive its null's failure
+        warnings.warn(f"`{twin}` failed in the {result.analysis} analysis ({type(exc).__name__}: {exc}); the "
+                      f"verdicts of `{result.ref}` go without the random-initialized twin's null", RuntimeWarning,
+                      stacklevel=2)
+    return result
+
+
 #: the key under which a page's output carries the failed models (read by the batch build)
 FAILED_MODELS_KEY = "sinkframes/failed-models"
 

@@ -22,7 +22,7 @@ from ..extraction import capture
 from ..metrics import geometry, values
 from ..tensors import require_finite
 from ..types import MODES, Mode, RunOptions, check_mode
-from .base import ModelResult, Results, each_model, register_tables
+from .base import ModelResult, Results, each_model, register_tables, with_twin
 
 ANALYSIS = "geometry_values"
 KEYS = ["layer", "depth", "region"]
@@ -119,25 +119,28 @@ def from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tenso
 
 
 def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
-                  **overrides: Any) -> ModelResult:
+                  twin: bool = False, **overrides: Any) -> ModelResult:
     """Capture and reduce ``ref`` on ``texts`` (cached on disk).
 
     ``opts``/``overrides`` are run options; ``params`` records them. Nothing here is random: ``seed`` is
     taken for the signature every analysis shares, and recorded.
+    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.analyses.base.with_twin`),
+    the null of the depth and shape claims.
     """
     o = RunOptions.build(opts, **overrides)
     record, summaries, hit = capture.summarize_captures(ref, texts, GeometryValuesReducer(), o)
     result = from_summaries(record, summaries)
     result.from_cache = hit
     result.params.update({"seed": seed, **asdict(o)})
-    return result
+    return with_twin(result, lambda t: analyse_model(t, texts, o, seed=seed)) if twin else result
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
-            **overrides: Any) -> Results:
-    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
+            twin: bool = True, **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model (with its random-initialized twin unless ``twin`` is false), in
+    order; a failing model is reported, not fatal (``each_model``)."""
     o = RunOptions.build(opts, **overrides)  # a bad option is the caller's error, not a model's
-    return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed), ANALYSIS)
+    return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed, twin=twin), ANALYSIS)
 
 
 @register_tables(ANALYSIS)

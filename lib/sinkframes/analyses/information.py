@@ -29,7 +29,7 @@ from ..models.registry import hook_supports
 from ..probes import fisher as fisher_mod
 from ..probes import sink_removal
 from ..types import MODES, Mode, RunOptions, check_mode
-from .base import ModelResult, Results, each_model, register_tables
+from .base import ModelResult, Results, each_model, register_tables, with_twin
 
 ANALYSIS = "information"
 DEFAULT_RULE = "p90"
@@ -153,12 +153,15 @@ def tables(r: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
 
 
 def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, n_output: int = 50,
-                  n_fisher: int = 16, seed: int = 0, **overrides: Any) -> ModelResult:
+                  n_fisher: int = 16, seed: int = 0, twin: bool = False, **overrides: Any) -> ModelResult:
     """Every suite of the chapter for ``ref`` (cached): KL change and sink mass on all ``texts``, the
     output-level check on the first ``n_output``, Fisher norms (both modes) on the first ``n_fisher``.
 
     ``opts``/``overrides`` are run options (``batch_size=``, ``bos_policy=``, ...); every suite gets all
     of them, and ``params`` records them with ``n_output``, ``n_fisher`` and ``seed``.
+    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.analyses.base.with_twin`),
+    the null of the depth and shape claims. The twin runs the
+    KL suite only (no output check, no Fisher norms): the shape claims read the KL profile.
     """
     if n_output < 0 or n_fisher < 0:
         raise ValueError("n_output and n_fisher must be >= 0")
@@ -177,17 +180,18 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
         r.data["output"] = sink_removal.cached_output_check(ref, texts[:n_output], seed=seed, opts=o)
     if n_fisher:
         r.data["fisher"] = {m: fisher_mod.cached_fisher(ref, texts[:n_fisher], m, seed=seed, opts=o) for m in MODES}
-    return r
+    return with_twin(r, lambda t: analyse_model(t, texts, o, n_output=0, n_fisher=0, seed=seed)) if twin else r
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, n_output: int = 50,
-            n_fisher: int = 16, seed: int = 0, **overrides: Any) -> Results:
-    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
+            n_fisher: int = 16, seed: int = 0, twin: bool = True, **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model (with its random-initialized twin unless ``twin`` is false), in
+    order; a failing model is reported, not fatal (``each_model``)."""
     if n_output < 0 or n_fisher < 0:
         raise ValueError("n_output and n_fisher must be >= 0")
     o = RunOptions.build(opts, **overrides)
-    return each_model(models, lambda m: analyse_model(m, texts, o, n_output=n_output, n_fisher=n_fisher, seed=seed),
-                      ANALYSIS)
+    return each_model(models, lambda m: analyse_model(m, texts, o, n_output=n_output, n_fisher=n_fisher, seed=seed,
+                                                      twin=twin), ANALYSIS)
 
 
 def _seed(r: ModelResult) -> int:

@@ -36,7 +36,7 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics.graphs import ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS, SpectralReducer
 from ..types import Mode, RunOptions, check_mode
-from .base import ModelResult, Results, each_model, register_tables
+from .base import ModelResult, Results, each_model, register_tables, with_twin
 
 ANALYSIS = "spectral"
 
@@ -101,26 +101,33 @@ def from_values(record: dict[str, Any], values: dict[str, np.ndarray], n_tokens:
 
 
 def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, per_head: bool = True,
-                  head_threshold: float = 0.05, seed: int = 0, **overrides: Any) -> ModelResult:
+                  head_threshold: float = 0.05, seed: int = 0, twin: bool = False, **overrides: Any) -> ModelResult:
     """Threshold-graph metrics of ``ref`` on ``texts`` (one streamed pass, cached).
 
     ``per_head``/``head_threshold``: per-head metrics at that threshold; ``seed``: the tables' bootstrap
     seed; ``opts``/``overrides`` are run options (``batch_size=``, ``dtype=``, ...). All go to ``params``.
+    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.analyses.base.with_twin`),
+    the null of the depth and shape claims.
     """
     o = RunOptions.build(opts, **overrides)
     ex = summarize(ref, texts, SpectralReducer(per_head=per_head, head_threshold=head_threshold), o)
     ms = spectra_from_summaries(ex.record, ex.summaries or [])
     ms.from_cache = ex.from_cache
     ms.params.update({"per_head": per_head, "head_threshold": head_threshold, "seed": seed, **asdict(o)})
-    return ms
+    if not twin:
+        return ms
+    return with_twin(ms, lambda t: analyse_model(t, texts, o, per_head=per_head, head_threshold=head_threshold,
+                                                 seed=seed))
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, per_head: bool = True,
-            head_threshold: float = 0.05, seed: int = 0, **overrides: Any) -> Results:
-    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
+            head_threshold: float = 0.05, seed: int = 0, twin: bool = True, **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model (with its random-initialized twin unless ``twin`` is false), in
+    order; a failing model is reported, not fatal (``each_model``)."""
     o = RunOptions.build(opts, **overrides)
     return each_model(
-        models, lambda m: analyse_model(m, texts, o, per_head=per_head, head_threshold=head_threshold, seed=seed),
+        models, lambda m: analyse_model(m, texts, o, per_head=per_head, head_threshold=head_threshold, seed=seed,
+                                        twin=twin),
         ANALYSIS)
 
 

@@ -26,7 +26,7 @@ from .. import stats
 from ..extraction import extract_attention, summarize
 from ..metrics import topology as topo
 from ..types import Mode, RunOptions
-from .base import ModelResult, Results, each_model, register_tables
+from .base import ModelResult, Results, each_model, register_tables, with_twin
 
 ANALYSIS = "topology"
 
@@ -141,7 +141,7 @@ def from_summaries(record: dict[str, Any], tokens: list[list[str]], summaries: l
 
 
 def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
-                  max_tokens: int = topo.FAITHFUL_MAX_TOKENS, **overrides: Any) -> ModelResult:
+                  max_tokens: int = topo.FAITHFUL_MAX_TOKENS, twin: bool = False, **overrides: Any) -> ModelResult:
     """Faithful and corrected topology of ``ref`` on ``texts`` (streamed, cached).
 
     ``max_tokens``: the official truncation to ``max_tokens`` tokens for the faithful numbers. For a
@@ -149,6 +149,8 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     attention depends on every token, so its faithful numbers come from a second forward pass on
     the texts as the tokenizer truncates them (keeping its end token), as the official notebook does.
     ``opts``/``overrides`` are run options (``batch_size=``, ``dtype=``, ...), recorded in ``params``.
+    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.analyses.base.with_twin`),
+    the null of the depth and shape claims.
     """
     o = RunOptions.build(opts, **overrides)
     ex = summarize(ref, texts, topo.TopologyReducer(max_tokens=max_tokens), o)
@@ -160,7 +162,7 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
         r = with_faithful_from(r, from_summaries(cut.record, cut.tokens, cut.summaries or [], max_tokens=max_tokens))
         r.from_cache = ex.from_cache and cut.from_cache
     r.params.update(asdict(o))
-    return r
+    return with_twin(r, lambda t: analyse_model(t, texts, o, max_tokens=max_tokens)) if twin else r
 
 
 def with_faithful_from(r: ModelResult, cut: ModelResult) -> ModelResult:
@@ -175,10 +177,11 @@ def with_faithful_from(r: ModelResult, cut: ModelResult) -> ModelResult:
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *,
-            max_tokens: int = topo.FAITHFUL_MAX_TOKENS, **overrides: Any) -> Results:
-    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
+            max_tokens: int = topo.FAITHFUL_MAX_TOKENS, twin: bool = True, **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model (with its random-initialized twin unless ``twin`` is false), in
+    order; a failing model is reported, not fatal (``each_model``)."""
     o = RunOptions.build(opts, **overrides)
-    return each_model(models, lambda m: analyse_model(m, texts, o, max_tokens=max_tokens), ANALYSIS)
+    return each_model(models, lambda m: analyse_model(m, texts, o, max_tokens=max_tokens, twin=twin), ANALYSIS)
 
 
 # ----------------------------------------------------------------------------- tables

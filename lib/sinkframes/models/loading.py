@@ -378,8 +378,9 @@ def _random_init(base: str, dtype: torch.dtype, device: torch.device) -> tuple[A
     factory = AutoModel if _is_encoder_config(cfg) else AutoModelForCausalLM
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(RANDOM_INIT_SEED)
-        model: Any = factory.from_config(cfg, attn_implementation="eager", dtype=torch.float32)
-    model = model.to(device, dtype=dtype).eval()
+        # built in the run's dtype: a float16 twin of a 7B model needs 14 GB of host memory, not 28
+        model: Any = factory.from_config(cfg, attn_implementation="eager", dtype=dtype)
+    model = model.to(device).eval()
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
     tok.padding_side = "right"

@@ -93,10 +93,14 @@ def layer_order_null(name: str, r: ModelResult, mode: Mode) -> Estimate | None:
                     n=x.shape[0], interval=LAYER_ORDER, detail="layers in random order")
 
 
-def shape_measure(name: str, analysis: str, nulls: tuple[str, ...] = ("layer_order",), null: str = "attention"
+#: the nulls every depth and shape measure runs beside its first: both can pass where depth does not matter
+DEPTH_NULLS = ("layer_order", "random_twin")
+
+
+def shape_measure(name: str, analysis: str, nulls: tuple[str, ...] = DEPTH_NULLS, null: str = "attention"
                   ) -> Callable[[ShapeFn], ShapeFn]:
     """Register a depth/shape measure from its ``(values, statistic)``: the bootstrap estimate, the
-    attention null and the layer-order null."""
+    attention null, the layer-order null and the random-initialized twin's."""
     def deco(shape: ShapeFn) -> ShapeFn:
         def fn(r: ModelResult, mode: Mode) -> Estimate | None:
             got = shape(r, mode)
@@ -275,7 +279,7 @@ MEASURES["information.kl_regions_after_first"] = Measure(
     "information.kl_regions_after_first", "information", _kl_regions_fn(True))
 
 
-@measure("information.kl_first_middle_last", "information")
+@measure("information.kl_first_middle_last", "information", extra_nulls=("random_twin",))
 def kl_first_middle_last(r: ModelResult, mode: Mode) -> Estimate | None:
     """The first analysed layer, the middle region and the last analysed layer, each with its interval
     (the U shape of App. G as printed: positive first and final layers, negative middle)."""
@@ -315,7 +319,7 @@ def kl_first_layer(r: ModelResult, mode: Mode) -> Estimate | None:
     return boot(x[:, 0], float, _seed(r))
 
 
-@measure("information.kl_argmin_layer", "information")
+@measure("information.kl_argmin_layer", "information", extra_nulls=("random_twin",))
 def kl_argmin_layer(r: ModelResult, mode: Mode) -> Estimate | None:
     x, layers = _kl(r, mode)
     with warnings.catch_warnings():
@@ -549,7 +553,7 @@ def _ratio_measure(name: str, metric: str, combine: Callable[[dict[str, float]],
                   f"{', '.join(above) or 'none'}, < 1 at t = {', '.join(below) or 'none'}")
         return Estimate(est.value, est.low, est.high, est.n, est.interval, detail, est.undetermined, parts)
 
-    MEASURES[name] = Measure(name, "spectral", fn, "attention", ("layer_order",))
+    MEASURES[name] = Measure(name, "spectral", fn, "attention", DEPTH_NULLS)
     LAYER_SHAPES[name] = shape
 
 
@@ -583,7 +587,7 @@ def star_likeness_layers(r: ModelResult, mode: Mode) -> Estimate | None:
     return with_parts(whole, parts, detail="the lowest layer mean is the value")
 
 
-@measure("spectral.centralization_middle_max", "spectral")
+@measure("spectral.centralization_middle_max", "spectral", extra_nulls=("random_twin",))
 def centralization_middle_max(r: ModelResult, mode: Mode) -> Estimate | None:
     """The largest middle-layer mean degree centralization (mean over the paper's thresholds)."""
     x = _thr_mean(_graph(r, mode, "centralization"))  # [sample, layer]

@@ -185,7 +185,7 @@ def _norm_shuffled(r: ModelResult, mode: Mode) -> Estimate | None:
 NULLS["norm_layers_shuffled"] = _norm_shuffled
 
 
-@shape_measure("positions.early_attractor_heads", ANALYSIS, nulls=(), null="layer_order")
+@shape_measure("positions.early_attractor_heads", ANALYSIS, nulls=TWIN, null="layer_order")
 def early_attractor_heads(r: ModelResult, mode: Mode) -> tuple[np.ndarray, Any] | None:
     """Heads of the first two layers whose first-token share reaches :data:`ATTRACTOR_SHARE` (unmodified pass)."""
     if mode == "faithful":
