@@ -129,6 +129,27 @@ def test_checkpoint_folder_source(tmp_path) -> None:
         R.checkpoints_of(str(tmp_path), ["step4"])
 
 
+def test_every_run_is_measured_at_its_checkpoints_with_the_cut_and_read_as_one_series(tmp_path, monkeypatch) -> None:
+    for name in ("step0", "step8"):
+        (tmp_path / name).mkdir()
+    calls = []
+
+    def fake_series(checkpoints, texts, opts=None, *, seed=0, **overrides):
+        calls.append(([c.name for c in checkpoints], overrides))
+        results = [_result([stack(causal_uniform(6))] * 2) for _ in checkpoints]
+        return R.Series(list(checkpoints), results, [3.0] * len(checkpoints), seed)
+
+    monkeypatch.setattr(R, "analyse_series", fake_series)
+    runs = R.analyse_runs([str(tmp_path), "EleutherAI/pythia-70m"], ["a b c"], steps=["step0"], seed=2, max_length=64)
+    assert [(r.label, r.source) for r in runs] == [(tmp_path.name, str(tmp_path)),
+                                                    ("EleutherAI/pythia-70m", "EleutherAI/pythia-70m")]
+    assert calls == [(["step0"], {"max_length": 64, "truncation": True})] * 2
+    res = runs[0].result
+    assert res.analysis == R.SERIES_ANALYSIS and res.ref == tmp_path.name and res.data["series"] is runs[0].series
+    with pytest.raises(ValueError, match="no checkpoint step4"):
+        R.analyse_runs([str(tmp_path)], ["a"], steps=["step4"])
+
+
 def test_page_parameters_of_the_emergence_page() -> None:
     assert parameter_problems({"random_init": True, "checkpoint_models": ["shipped"], "checkpoint_steps": None,
                                "checkpoint_max_length": 128}) == []

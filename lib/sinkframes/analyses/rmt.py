@@ -363,6 +363,32 @@ def series_result(series: Series, label: str) -> ModelResult:
                        data={"series": series}, params={"seed": series.seed})
 
 
+@dataclass
+class TrainingRun:
+    """One training run measured at its checkpoints: its label, where it came from (``source`` of
+    :func:`checkpoints_of`), the :class:`Series` and the series as the verdict layer reads it."""
+
+    label: str
+    source: str
+    series: Series
+
+    @property
+    def result(self) -> ModelResult:
+        return series_result(self.series, self.label)
+
+
+def analyse_runs(sources: Sequence[str], texts: list[str], opts: RunOptions | None = None, *,
+                 steps: Sequence[str] | None = None, seed: int = 0, max_length: int = 128) -> list[TrainingRun]:
+    """Every training run in ``sources`` (each as :func:`checkpoints_of` reads it, at ``steps`` or at all of its
+    checkpoints) measured by :func:`analyse_series` on ``texts`` cut to ``max_length`` tokens."""
+    runs = []
+    for source in sources:
+        label, checkpoints = checkpoints_of(source, steps)
+        series = analyse_series(checkpoints, texts, opts, seed=seed, max_length=max_length, truncation=True)
+        runs.append(TrainingRun(label, source, series))
+    return runs
+
+
 def gap_trajectory(series: Series, mode: Mode) -> pd.DataFrame:
     """Per checkpoint (faithful: string order, official ``mu1/mu2`` of the head-averaged matrix, finite
     values; corrected: by step, relative gap of each head's spectrum): the mean over sentences of the
