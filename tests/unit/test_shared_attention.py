@@ -94,6 +94,18 @@ def test_the_plan_takes_each_models_largest_draw_under_each_setting():
     assert planned == {("m1", 200, 256), ("m2", 200, 256), ("m1", 100, 128)}
 
 
+def test_a_page_that_runs_random_twins_stores_their_attention_too():
+    twins = _page("t", models=["m1", "random:m2"], n_sentences=120)
+    twins.random_twins = True
+    pages = [twins, _page("a", models=["m1"], n_sentences=200)]
+    planned = {(m, n) for m, n, _ in plan.attention_plan(pages, "offline")}
+    assert planned == {("m1", 200), ("random:m1", 120), ("random:m2", 120)}
+    from sinkframes.book.manifest import load_manifest
+
+    marked = {p.id for p in load_manifest().pages if p.random_twins}
+    assert {"topology", "spectral_graphs", "information_geometry", "appendix_h_encoders"} <= marked
+
+
 def test_only_the_offline_profile_shares_attention():
     assert not executors.prepare_models_and_attention([_page("a", models=["tiny:llama"], n_sentences=4)], "smoke", 1)
 

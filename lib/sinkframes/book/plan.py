@@ -14,6 +14,7 @@ from typing import Any
 
 import nbformat
 
+from ..models.loading import RANDOM_PREFIX
 from ..types import RunOptions
 from .manifest import Page, repo_root
 
@@ -64,13 +65,17 @@ def attention_plan(pages: list[Page], profile: str) -> list[tuple[str, int, dict
     """``(model, sentences, settings)`` to store before the pages start: for each model and sentence draw
     (dataset, seed) and run options, the largest number of sentences a page asks for (a draw of ``n``
     sentences begins with the draw of fewer). Pages with the topology page's ``official`` selection are
-    left out: they choose their sentences otherwise."""
+    left out: they choose their sentences otherwise. A page marked ``random_twins`` adds each model's
+    random-initialized twin (``random:<model>``), which its analyses run beside the model."""
     plan: dict[tuple[Any, ...], int] = {}
     for page in pages:
         params = run_parameters(page, profile)
         if params["selection"] != "balanced" or not isinstance(params.get("n_sentences"), int):
             continue
-        for model in params.get("models") or []:
+        models = list(params.get("models") or [])
+        if page.random_twins:
+            models += [f"{RANDOM_PREFIX}{m}" for m in models if not m.startswith(RANDOM_PREFIX)]
+        for model in models:
             key = (model, *(params[k] for k in ATTENTION_SETTINGS))
             plan[key] = max(plan.get(key, 0), params["n_sentences"])
     return [(key[0], n, dict(zip(ATTENTION_SETTINGS, key[1:], strict=True))) for key, n in plan.items()]
