@@ -94,3 +94,7 @@ def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(
     assert "A sink formed under hot" in R.scout_summary(table.reset_index(), 0.035)
     none = R.scout_summary(table.reset_index().iloc[:1], 0.035)
     assert "No recipe formed a first-token sink" in none and "0.200 (base)" in none
+    assert "against 0.035 for uniform attention over its window" in none
+    wide = T.BASE.with_(name="wide", seq_len=256)
+    table = R.scout_table({"wide": {"config": T.recipe_dict(wide)}}, records.assign(recipe="wide"))
+    assert abs(table["uniform share"].iloc[0] - R.uniform_first_share(256)) < 1e-12  # each recipe's own window

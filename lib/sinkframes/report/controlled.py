@@ -97,8 +97,8 @@ def uniform_first_share(window: int) -> float:
 def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed: float = 0.5) -> pd.DataFrame:
     """One row per recipe of the natural-text search: what it changes from the base recipe, how far it ran,
     its last held-out loss, the largest layer share at its last probe, the largest layer and single-head
-    first-token shares it reached at any probe, and whether a
-    sink formed (a layer's head-mean share above ``formed`` at some probe)."""
+    first-token shares it reached at any probe, the share uniform causal attention gives the first token over
+    the recipe's window, and whether a sink formed (a layer's head-mean share above ``formed`` at some probe)."""
     from ..training.text_lm import changes_from_base
 
     rows = []
@@ -115,6 +115,7 @@ def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed:
                      "layer share at the end": float(last["first_share"].max()),
                      "largest layer share": float(g["first_share"].max()),
                      "largest head share": float(g["best_head"].max()),
+                     "uniform share": uniform_first_share(int(config.get("seq_len", 128))),
                      "sink formed": bool(g["first_share"].max() > formed)})
     return pd.DataFrame(rows)
 
@@ -127,8 +128,8 @@ def scout_summary(table: pd.DataFrame, uniform: float) -> str:
     head = (f"{len(table)} recipes, {cpu:.0f} CPU-minutes of training in all. ")
     if formed.empty:
         return (head + f"**No recipe formed a first-token sink.** The largest layer share reached is "
-                f"{best['largest layer share']:.3f} ({best['recipe']}), against {uniform:.3f} for uniform "
-                f"attention and 0.5 for a formed sink; the largest single head reached "
+                f"{best['largest layer share']:.3f} ({best['recipe']}), against {best['uniform share']:.3f} for "
+                f"uniform attention over its window and 0.5 for a formed sink; the largest single head reached "
                 f"{table['largest head share'].max():.3f}.")
     names = ", ".join(str(r) for r in formed["recipe"])
     return head + f"A sink formed under {names}; the largest layer share reached is {best['largest layer share']:.3f}."
