@@ -223,6 +223,8 @@ SCOUTS: dict[str, LMRecipe] = {r.name: r for r in (
     BASE.with_(name="bytes-deep", vocab=0, n_layers=6, steps=8000),
     BASE.with_(name="bytes-heads8", vocab=0, n_layers=6, n_heads=8, steps=4000),  # head width 8
     BASE.with_(name="bytes-heads2", vocab=0, n_layers=6, n_heads=2, steps=4000),  # head width 32
+    # deeper, 8 narrow heads and twice the window (the same tokens per step)
+    BASE.with_(name="bytes-long", vocab=0, n_layers=8, n_heads=8, seq_len=256, batch_size=16, steps=4000),
 )}
 
 
