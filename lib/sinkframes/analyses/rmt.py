@@ -229,25 +229,29 @@ class Series:
 
 @torch.no_grad()
 def text_loss(ref: str, texts: Sequence[str], opts: RunOptions) -> float:
-    """Mean next-token cross-entropy (nats) of a causal LM over ``texts`` (each truncated to ``max_length``);
+    """Mean next-token cross-entropy (nats) of a causal LM over ``texts`` (each truncated to ``max_length``),
+    through the library's one batching loop (length-sorted, right-padded: a real token never sees padding);
     cached on disk, so a warm rerun loads no checkpoint."""
     from ..cache import Cache, cache_key
-    from ..extraction.batching import get_model
+    from ..extraction.batching import forward, get_model, iterate_batches, tokenize_for
 
-    key = cache_key({"kind": "text_loss", "version": 1}, ref, list(texts), opts)
+    o = RunOptions.build(opts, truncation=True)
+    key = cache_key({"kind": "text_loss", "version": 2}, ref, list(texts), o)
 
     @torch.no_grad()
     def compute() -> float:
-        lm = get_model(ref, opts)  # the model the analysis just ran, when it was not a cache hit
+        lm = get_model(ref, o)  # the model the analysis just ran, when it was not a cache hit
+        ids = tokenize_for(lm, list(texts), o)
         total, count = 0.0, 0
-        for text in texts:
-            enc = lm.tokenizer(text, return_tensors="pt", truncation=True, max_length=opts.max_length)
-            ids = enc["input_ids"].to(lm.device)  # [1, n]
-            if ids.shape[1] < 2:
-                continue
-            logits = lm.model(input_ids=ids).logits.float()  # [1, n, vocab]
-            nll = torch.nn.functional.cross_entropy(logits[0, :-1], ids[0, 1:], reduction="sum")
-            total, count = total + float(nll), count + ids.shape[1] - 1
+        for batch, input_ids, mask in iterate_batches(lm, ids, o.batch_size, progress=False, desc="loss"):
+            logits = forward(lm, lm.model, input_ids, mask).logits.float()  # [batch, width, vocab]
+            targets = input_ids.to(logits.device)  # [batch, width]
+            for r, i in enumerate(batch):
+                n = len(ids[i])
+                if n < 2:
+                    continue
+                nll = torch.nn.functional.cross_entropy(logits[r, : n - 1], targets[r, 1:n], reduction="sum")
+                total, count = total + float(nll), count + n - 1
         return total / count if count else float("nan")
 
     value, _ = Cache(namespace="text_loss").get_or_compute(key, compute, opts.use_cache)
