@@ -32,3 +32,17 @@ def test_a_failing_twin_is_announced_and_the_model_result_survives():
     with pytest.warns(RuntimeWarning, match="random:qwen05.*MemoryError.*without the random-initialized twin"):
         out = with_twin(r, run)
     assert out is r and TWIN not in r.data and r.ref == "qwen05"
+
+
+def test_the_threshold_graph_twin_keeps_the_layer_metrics_its_nulls_read():
+    from sinkframes import corpus
+    from sinkframes.analyses import spectral
+
+    texts = corpus.sample_sentences(3, seed=0)["text"].tolist()
+    (r,) = spectral.analyse(["tiny:llama"], texts, device="cpu", progress=False, use_cache=False)
+    twin = r.data[TWIN]
+    assert twin.ref == "random:tiny:llama" and TWIN not in twin.data
+    assert "head/centralization" in r.samples and "head/centralization" not in twin.samples
+    assert {k for k in r.samples if not k.startswith("head/")} == set(twin.samples)
+    assert spectral.analyse(["tiny:llama"], texts, device="cpu", progress=False, use_cache=False,
+                            twin=False)[0].data.get(TWIN) is None

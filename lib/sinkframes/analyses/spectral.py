@@ -107,7 +107,7 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     ``per_head``/``head_threshold``: per-head metrics at that threshold; ``seed``: the tables' bootstrap
     seed; ``opts``/``overrides`` are run options (``batch_size=``, ``dtype=``, ...). All go to ``params``.
     ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.analyses.base.with_twin`),
-    the null of the depth and shape claims.
+    the null of the depth and shape claims (layer metrics only).
     """
     o = RunOptions.build(opts, **overrides)
     ex = summarize(ref, texts, SpectralReducer(per_head=per_head, head_threshold=head_threshold), o)
@@ -116,7 +116,8 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     ms.params.update({"per_head": per_head, "head_threshold": head_threshold, "seed": seed, **asdict(o)})
     if not twin:
         return ms
-    return with_twin(ms, lambda t: analyse_model(t, texts, o, per_head=per_head, head_threshold=head_threshold,
+    # the twin's nulls read layer metrics only: no per-head graphs (the layer metrics are the same either way)
+    return with_twin(ms, lambda t: analyse_model(t, texts, o, per_head=False, head_threshold=head_threshold,
                                                  seed=seed))
 
 
