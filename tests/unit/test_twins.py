@@ -46,3 +46,18 @@ def test_the_threshold_graph_twin_keeps_the_layer_metrics_its_nulls_read():
     assert {k for k in r.samples if not k.startswith("head/")} == set(twin.samples)
     assert spectral.analyse(["tiny:llama"], texts, device="cpu", progress=False, use_cache=False,
                             twin=False)[0].data.get(TWIN) is None
+
+
+def test_each_attention_analysis_declares_its_null_beside_its_reducer():
+    import importlib
+
+    from sinkframes.verdicts import measures as M
+    from sinkframes.verdicts.nulls import null_result
+
+    attention_nulls = {m.analysis for m in M.MEASURES.values() if "attention" in (m.null, *m.extra_nulls)}
+    assert {"frames", "information", "spectral", "topology", "softmax_geometry", "positions"} <= attention_nulls
+    for analysis in attention_nulls:
+        assert callable(importlib.import_module(f"sinkframes.analyses.{analysis}").on_uniform_attention), analysis
+    for name in ("geometry_values", "no-such-analysis"):
+        with pytest.raises(ValueError, match="no attention null"):
+            null_result(ModelResult(name, {"ref": "m"}, 1))

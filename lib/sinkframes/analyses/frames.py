@@ -29,6 +29,7 @@ from ..extraction import summarize
 from ..metrics.sinks import SinkSummaryReducer
 from ..types import Mode, RunOptions
 from .base import ModelResult, Results, each_model, register_tables
+from .structureless import null_summaries
 
 ANALYSIS = "frames"
 
@@ -280,3 +281,8 @@ def _position0(f: ModelResult) -> str:
     if not seen:
         return f.record["position0_token"]
     return seen[0] if len(seen) == 1 else f"{len(seen)} different tokens"
+
+
+def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
+    """The frames of ``result``'s shapes under uniform attention: the verdicts' attention null (``graph`` unused)."""
+    return frames_from_summaries(record, null_summaries(result, SinkSummaryReducer()), seed=seed)

@@ -30,6 +30,7 @@ from ..probes import fisher as fisher_mod
 from ..probes import sink_removal
 from ..types import MODES, Mode, RunOptions, check_mode
 from .base import ModelResult, Results, each_model, register_tables, with_twin
+from .structureless import null_summaries
 
 ANALYSIS = "information"
 DEFAULT_RULE = "p90"
@@ -296,3 +297,8 @@ def output_table(results: list[ModelResult]) -> pd.DataFrame:
     """The output-level check of every model: one row per condition."""
     frames = [r.data["output"].summary for r in results if r.data.get("output") is not None]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
+    """The KL suite of ``result``'s shapes under uniform attention: the verdicts' attention null (``graph`` unused)."""
+    return from_summaries(record, null_summaries(result, inf.InformationReducer()), seed=seed)

@@ -41,6 +41,7 @@ from ..probes import positions as probe
 from ..types import Mode, RunOptions
 from .base import ModelResult, Results, each_model, register_tables
 from .frames import classify
+from .structureless import uniform_attention
 
 ANALYSIS = "positions"
 #: the function check: an intervention that raises the mean next-token loss by more than this many nats
@@ -262,8 +263,6 @@ def first_share_grid(result: ModelResult) -> pd.DataFrame:
 def null_from(result: ModelResult) -> ModelResult:
     """``result`` recomputed with uniform attention in every pass (same lengths, masks, token positions and
     function checks): what the interventions would show if attention had no structure to move."""
-    from ..verdicts.nulls import uniform_attention
-
     n_layers, n_heads = int(result.record["n_layers"]), int(result.record["n_heads"])
     made: dict[tuple[int, bool], dict[str, Any]] = {}
     passes = {}
@@ -315,3 +314,8 @@ def sink_heads_summary(results: list[ModelResult], min_share: float = 0.5) -> pd
     return pd.DataFrame({"sink heads": g.size(), "short sink value (no-op)": g["sink value"].apply(
         lambda s: int((s == "short (no-op)").sum())), "median value ratio": g["sink value / other values"].median()
     }).reset_index()
+
+
+def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
+    """:func:`null_from`: every intervention's pass under uniform attention (the verdicts' attention null)."""
+    return null_from(result)

@@ -25,6 +25,7 @@ from ..metrics import simplex
 from ..metrics.simplex import SimplexSummaryReducer
 from ..types import Mode, RunOptions
 from .base import ModelResult, Results, each_model, register_tables
+from .structureless import null_summaries
 
 ANALYSIS = "softmax_geometry"
 
@@ -247,3 +248,8 @@ def claim_evidence(r: ModelResult) -> dict[str, Any]:
         outcome = "does not support"
     return {"concentrated_layers": conc, "on_first": on_first, "on_threshold": conc < 0.5 + 1.0 / len(d),
             "outcome": outcome}
+
+
+def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
+    """The simplex geometry of ``result``'s shapes under uniform attention: the verdicts' attention null."""
+    return simplex_from_summaries(record, null_summaries(result, SimplexSummaryReducer()), seed=seed)

@@ -37,6 +37,7 @@ from ..extraction import summarize
 from ..metrics.graphs import ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS, SpectralReducer
 from ..types import Mode, RunOptions, check_mode
 from .base import ModelResult, Results, each_model, register_tables, with_twin
+from .structureless import dense_attention, null_summaries, uniform_attention
 
 ANALYSIS = "spectral"
 
@@ -508,3 +509,12 @@ def tabulate(models: Sequence[ModelResult], seed: int | None = None) -> Spectral
     comparison = pd.concat([faithful_vs_corrected(ms, f, c)
                             for ms, f, c in zip(models, faithful, corrected, strict=True)], ignore_index=True)
     return SpectralTables(list(models), by_mode, flips, comparison)
+
+
+def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
+    """The layer graph metrics of ``result``'s shapes on the dense graph (``graph="dense"``: every allowed edge at
+    every threshold) or on uniform attention thresholded like the model's (``"uniform"``): the verdicts' nulls."""
+    make = dense_attention if graph == "dense" else uniform_attention
+    r = spectra_from_summaries(record, null_summaries(result, SpectralReducer(per_head=False), make))
+    r.params["seed"] = seed
+    return r

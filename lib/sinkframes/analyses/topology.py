@@ -27,6 +27,7 @@ from ..extraction import extract_attention, summarize
 from ..metrics import topology as topo
 from ..types import Mode, RunOptions
 from .base import ModelResult, Results, each_model, register_tables, with_twin
+from .structureless import null_summaries
 
 ANALYSIS = "topology"
 
@@ -448,3 +449,17 @@ def example_diagrams(ref: str, text: str, opts: RunOptions | None = None, **over
         c = topo.corrected_layer(avg, causal)
         out["corrected"][layer] = (c.h0, c.h1)
     return out
+
+
+def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
+    """The topology of ``result``'s shapes under uniform attention (an encoder's faithful numbers on its truncated
+    texts' lengths, as the model's): the verdicts' attention null (``graph`` and ``seed`` unused)."""
+    max_tokens = int(result.params.get("max_tokens", result.data.get("max_tokens", 30)))
+    summaries = null_summaries(result, topo.TopologyReducer(max_tokens=max_tokens))
+    r = from_summaries(record, result.data["tokens"], summaries, max_tokens=max_tokens)
+    if "faithful_tokens" in result.data:  # an encoder's faithful numbers come from truncated texts
+        cut_tokens = result.data["faithful_tokens"]
+        shadow = ModelResult(result.analysis, result.record, len(cut_tokens), data={"tokens": cut_tokens})
+        cut = null_summaries(shadow, topo.TopologyReducer(max_tokens=max_tokens))
+        r = with_faithful_from(r, from_summaries(record, cut_tokens, cut, max_tokens=max_tokens))
+    return r
