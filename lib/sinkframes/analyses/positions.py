@@ -39,7 +39,7 @@ from ..models.loading import RANDOM_PREFIX
 from ..models.registry import hook_supports
 from ..probes import positions as probe
 from ..types import Mode, RunOptions
-from .base import ModelResult, Results, each_model, register_tables
+from .base import ModelResult, Results, each_model, register_tables, with_twin
 from .frames import classify
 from .structureless import uniform_attention
 
@@ -231,9 +231,7 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     result.data["skipped"] = skipped
     result.from_cache = all(hits)
     result.params.update(asdict(o))
-    if twin and not ref.startswith(RANDOM_PREFIX):
-        result.data["twin"] = analyse_model(f"{RANDOM_PREFIX}{ref}", texts, o, seed=seed, twin=False)
-    return result
+    return with_twin(result, lambda t: analyse_model(t, texts, o, seed=seed, twin=False)) if twin else result
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0, twin: bool = True,

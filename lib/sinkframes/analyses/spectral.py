@@ -516,5 +516,5 @@ def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int,
     every threshold) or on uniform attention thresholded like the model's (``"uniform"``): the verdicts' nulls."""
     make = dense_attention if graph == "dense" else uniform_attention
     r = spectra_from_summaries(record, null_summaries(result, SpectralReducer(per_head=False), make))
-    r.params["seed"] = seed
+    r.params.update(seed=seed, null="dense graph" if graph == "dense" else "uniform attention")
     return r

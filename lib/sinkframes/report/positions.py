@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..analyses.base import ModelResult
+from ..analyses.base import TWIN, ModelResult
 from ..probes.positions import ENCODING_GROUPS
 
 
@@ -47,7 +47,7 @@ def twin_findings(results: Sequence[ModelResult]) -> str:
     """The random-initialized twins: their frame, and how many encoding interventions change it."""
     lines = []
     for r in results:
-        twin = r.data.get("twin")
+        twin = r.data.get(TWIN)
         if twin is None:
             continue
         runs = twin.data["runs"]

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from ..analyses.base import ModelResult
+from ..analyses.base import TWIN, ModelResult
 from ..paper import Claim, claims_for
 from ..types import Mode
 from .measures import MEASURES, NULLS, Measure, layer_order_null
@@ -64,7 +64,7 @@ class _Nulls:
         if kind == "layer_order":
             return layer_order_null(m.name, self.result, mode)
         if kind == "random_twin":  # the same measure on the twin's own result, when the analysis ran one
-            twin = self.result.data.get("twin")
+            twin = self.result.data.get(TWIN)
             return None if twin is None else m.fn(twin, mode)
         fn: Callable[[ModelResult, Mode], Any] = NULLS[kind]
         return fn(self.result, mode)

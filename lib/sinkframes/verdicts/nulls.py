@@ -29,6 +29,5 @@ def null_result(result: ModelResult, graph: str = "dense") -> ModelResult:
         raise ValueError(f"no attention null for analysis {result.analysis!r}")
     rec = {**result.record, "ref": f"null:{result.ref}"}
     r: ModelResult = build(result, rec, int(result.params.get("seed", 0)), graph)
-    r.params = {**result.params, **r.params,
-                "null": "dense graph" if result.analysis == "spectral" and graph == "dense" else "uniform attention"}
+    r.params = {**result.params, "null": "uniform attention", **r.params}  # an analysis may name its own input
     return r
