@@ -90,3 +90,22 @@ def test_reducer_outputs_shapes_and_ranges():
     assert out["faithful_reference_count"].shape == (4,)
     for k in ("first_share", "last_share", "sink_concentration", "first_concentration"):
         assert ((out[k] >= 0) & (out[k] <= 1)).all(), k
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_reducer_each_equals_one_call_per_sample(causal):
+    g = torch.Generator().manual_seed(3)
+    w = torch.rand(5, 3, 2, 9, 9, generator=g)  # [sample, layer, head, query, key]
+    if causal:
+        w = w * torch.tril(torch.ones(9, 9))
+    w = w / w.sum(-1, keepdim=True)
+    w[2, 1, 0, :, 0] = 1.0  # one sample's head is a sink: the split must keep it with its sample and layer
+    r = sinks.SinkSummaryReducer()
+    together, apart = r.each(w, causal), [r(x, causal) for x in w]
+    assert len(together) == 5
+    for a, b in zip(together, apart, strict=True):
+        assert a.keys() == b.keys()
+        for k in a:
+            assert torch.equal(a[k], b[k]), k
+    with pytest.raises(ValueError, match="sample, layer"):
+        r.each(w[0], causal)

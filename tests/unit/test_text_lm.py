@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -91,10 +92,16 @@ def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(
     assert not table.loc["base", "sink formed"] and table.loc["hot", "sink formed"]
     assert table.loc["base", "CPU-minutes"] == 2.0
     assert R.uniform_first_share(2) == 0.5 and abs(R.uniform_first_share(128) - 0.0349) < 1e-4
-    assert "A sink formed under hot" in R.scout_summary(table.reset_index(), 0.035)
-    none = R.scout_summary(table.reset_index().iloc[:1], 0.035)
+    assert "A sink formed under hot" in R.scout_summary(table.reset_index())
+    none = R.scout_summary(table.reset_index().iloc[:1])
     assert "No recipe formed a first-token sink" in none and "0.200 (base)" in none
     assert "against 0.035 for uniform attention over its window" in none
     wide = T.BASE.with_(name="wide", seq_len=256)
     table = R.scout_table({"wide": {"config": T.recipe_dict(wide)}}, records.assign(recipe="wide"))
     assert abs(table["uniform share"].iloc[0] - R.uniform_first_share(256)) < 1e-12  # each recipe's own window
+    base_rows = records[records["recipe"] == "base"]
+    low = base_rows.assign(recipe="wide", first_share=base_rows["first_share"] * 1.5)  # largest 0.3
+    both = pd.concat([R.scout_table(heads, base_rows), R.scout_table({"wide": {"config": T.recipe_dict(wide)}}, low)])
+    assert R.scout_uniform_shares(both) == {128: R.uniform_first_share(128), 256: R.uniform_first_share(256)}
+    takeaway = R.scout_takeaway(both)  # base (128 tokens, 0.2) and wide (256 tokens, 0.3): wide is the larger
+    assert "(wide)" in takeaway and f"{R.uniform_first_share(256):.3f}" in takeaway and "256-token window" in takeaway

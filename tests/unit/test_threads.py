@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -52,3 +54,21 @@ def test_single_torch_thread_is_scoped_and_restored_after_an_error() -> None:
     with pytest.raises(RuntimeError, match="inside"), threads.single_torch_thread():
         raise RuntimeError("inside")
     assert torch.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("preset", [None, "1"])
+def test_a_page_worker_gives_its_kernels_its_share_of_the_cores(monkeypatch, preset):
+    """Page kernels inherit the worker's environment: torch reads OMP_NUM_THREADS when it is imported, so a
+    page that never calls configure() still gets the worker's share, not a pool as large as the machine."""
+    import multiprocessing as mp
+
+    from sinkframes.book.executors import _worker_init
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    if preset is None:
+        monkeypatch.delenv(threads.ENV, raising=False)
+    else:
+        monkeypatch.setenv(threads.ENV, preset)
+    _worker_init(mp.get_context("spawn").Value("i", 0), 2, 0)
+    expected = preset or str(threads.requested(2))
+    assert os.environ[threads.ENV] == expected and os.environ["OMP_NUM_THREADS"] == expected

@@ -61,11 +61,11 @@ def measure_weights(w: torch.Tensor, causal: bool) -> dict[str, Any]:
     mass = w.sum(-1)  # [probe, layer, head, query]
     a = w / mass.clamp_min(1e-12).unsqueeze(-1)
     n_layers, n = a.shape[1], a.shape[-1]
-    reducer = SinkSummaryReducer()
-    summaries = [reducer(a[i], causal) for i in range(a.shape[0])]
+    summaries = SinkSummaryReducer().each(a, causal)
     record = {"n_layers": n_layers, "causal": causal}
     frames = frames_from_summaries(record, summaries, seed=0)
-    recv = torch.stack([received_share(a[i], causal) for i in range(a.shape[0])]).mean((0, 2))  # [layer, key]
+    flat = a.reshape(-1, *a.shape[2:])  # [probe * layer, head, query, key]
+    recv = received_share(flat, causal).reshape(*a.shape[:3], n).mean((0, 2))  # [layer, key]
     where, _ = sink_location(recv, causal)
     layers = frames.layers
     return {

@@ -25,8 +25,9 @@ Failure = tuple[str, str]
 
 
 def _worker_init(counter: Any, jobs: int, n_gpus: int) -> None:
-    """Set up one worker process: its share of the cores (``SINKFRAMES_THREADS``, which the page kernels
-    inherit, unless already set) and, on a machine with several GPUs, a GPU of its own."""
+    """Set up one worker process: its share of the cores (``SINKFRAMES_THREADS`` unless already set, and
+    ``OMP_NUM_THREADS`` to match, which the page kernels inherit) and, on a machine with several GPUs, a GPU
+    of its own."""
     from ..threads import ENV as THREADS_ENV
     from ..threads import requested
 
@@ -34,6 +35,9 @@ def _worker_init(counter: Any, jobs: int, n_gpus: int) -> None:
         index = counter.value
         counter.value += 1
     os.environ.setdefault(THREADS_ENV, str(requested(jobs)))
+    # torch and the OpenMP/BLAS pools of every page kernel start with that count, so a page that never calls
+    # threads.configure (chapter 9, the scorecard) does not spin a machine-wide pool against the other worker
+    os.environ["OMP_NUM_THREADS"] = os.environ[THREADS_ENV]
     if n_gpus > 1:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(index % n_gpus)
 

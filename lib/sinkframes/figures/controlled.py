@@ -91,9 +91,10 @@ def emergence_curves(measured: pd.DataFrame, attention: str = "softmax") -> Figu
     return finish(fig)
 
 
-def scout_curves(records: pd.DataFrame, uniform: float, formed: float = 0.5) -> Figure:
+def scout_curves(records: pd.DataFrame, uniform: dict[int, float], formed: float = 0.5) -> Figure:
     """Per recipe of the natural-text search, against CPU-minutes: the largest layer first-token share (left)
-    and the largest single head's (right), with the share of uniform causal attention and the formation line."""
+    and the largest single head's (right), with the formation line and, per window length in ``uniform``
+    (tokens -> share), the share that uniform causal attention gives the first token."""
     _style()
     fig, axes = plt.subplots(1, 2, figsize=(8.6, 3.4), sharey=True, layout="constrained")
     peak = records.groupby(["recipe", "step"], sort=False).agg(cpu=("cpu", "first"), layer=("first_share", "max"),
@@ -102,13 +103,16 @@ def scout_curves(records: pd.DataFrame, uniform: float, formed: float = 0.5) -> 
                            (axes[1], "head", "largest single head's share")):
         for recipe, g in peak.groupby("recipe", sort=False):
             ax.plot(g["cpu"] / 60, g[col], marker=".", label=str(recipe))
-        ax.axhline(uniform, color="0.5", ls=":", lw=1)
+        for share in uniform.values():
+            ax.axhline(share, color="0.5", ls=":", lw=1)
         ax.axhline(formed, color="0.3", ls="--", lw=1)
         ax.set_title(title)
         ax.set_xlabel("CPU-minutes of training")
         ax.set_ylim(0, 1)
     axes[0].set_ylabel("first-token share")
     axes[0].text(0.02, formed + 0.02, "a sink has formed", transform=axes[0].get_yaxis_transform(), fontsize=9)
-    axes[0].text(0.02, uniform + 0.02, "uniform attention", transform=axes[0].get_yaxis_transform(), fontsize=9)
+    lines = sorted(uniform.items(), key=lambda item: -item[1])  # highest share first
+    axes[0].text(0.02, lines[0][1] + 0.02, "uniform attention over " + " / ".join(f"{n}" for n, _ in lines)
+                 + " tokens", transform=axes[0].get_yaxis_transform(), fontsize=9)
     axes[1].legend(title="recipe", fontsize=9, loc="upper right")
     return finish(fig)

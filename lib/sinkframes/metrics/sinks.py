@@ -174,3 +174,15 @@ class SinkSummaryReducer:
             "mean_head_sink_concentration": strongest_key_share(mean_head).amax(-1)[:, 0],
             "faithful_reference_count": faithful_reference_count(a),
         }
+
+    def each(self, attn: torch.Tensor, causal: bool) -> list[dict[str, torch.Tensor]]:
+        """The summaries of samples of one length, ``attn [sample, layer, head, query, key]``, in one call:
+        every statistic is computed layer by layer, so the samples are stacked as layers and split again.
+        Equal to ``[self(a) for a in attn]``, in a fraction of the time when the samples are many and small."""
+        if attn.dim() != 5:
+            raise ValueError(f"attention must be [sample, layer, head, query, key], got {tuple(attn.shape)}")
+        n_samples, n_layers = attn.shape[:2]
+        stacked = self(attn.reshape(n_samples * n_layers, *attn.shape[2:]), causal)  # [sample * layer, ...]
+        n_tokens = stacked.pop("n_tokens")
+        split = {k: v.reshape(n_samples, n_layers, *v.shape[1:]) for k, v in stacked.items()}
+        return [{"n_tokens": n_tokens.clone(), **{k: v[i] for k, v in split.items()}} for i in range(n_samples)]

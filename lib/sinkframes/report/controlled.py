@@ -115,12 +115,19 @@ def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed:
                      "layer share at the end": float(last["first_share"].max()),
                      "largest layer share": float(g["first_share"].max()),
                      "largest head share": float(g["best_head"].max()),
+                     "window": int(config.get("seq_len", 128)),
                      "uniform share": uniform_first_share(int(config.get("seq_len", 128))),
                      "sink formed": bool(g["first_share"].max() > formed)})
     return pd.DataFrame(rows)
 
 
-def scout_summary(table: pd.DataFrame, uniform: float) -> str:
+def scout_uniform_shares(table: pd.DataFrame) -> dict[int, float]:
+    """Window length (tokens) -> the first-token share of uniform causal attention, for every window the
+    recipes of ``table`` use (the reference line of each)."""
+    return {int(n): uniform_first_share(int(n)) for n in sorted(set(table["window"]))}
+
+
+def scout_summary(table: pd.DataFrame) -> str:
     """The search in one paragraph, from its table."""
     formed = table[table["sink formed"]]
     cpu = float(table["CPU-minutes"].sum())
@@ -135,10 +142,11 @@ def scout_summary(table: pd.DataFrame, uniform: float) -> str:
     return head + f"A sink formed under {names}; the largest layer share reached is {best['largest layer share']:.3f}."
 
 
-def scout_takeaway(table: pd.DataFrame, uniform: float) -> str:
+def scout_takeaway(table: pd.DataFrame) -> str:
     """The natural-text search's figure in one sentence."""
-    best = table["largest layer share"].max()
+    best = table.iloc[int(np.argmax(table["largest layer share"].to_numpy()))]
     if table["sink formed"].any():
-        return f"A sink formed: the largest layer share reached {best:.2f}."
-    return (f"No recipe came near a sink: the largest layer share reached {best:.3f}, against {uniform:.3f} for "
-            f"uniform attention.")
+        return f"A sink formed: the largest layer share reached {best['largest layer share']:.2f}."
+    return (f"No recipe came near a sink: the largest layer share reached {best['largest layer share']:.3f} "
+            f"({best['recipe']}), against {best['uniform share']:.3f} for uniform attention over its "
+            f"{best['window']}-token window.")
