@@ -102,6 +102,7 @@ def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(
     base_rows = records[records["recipe"] == "base"]
     low = base_rows.assign(recipe="wide", first_share=base_rows["first_share"] * 1.5)  # largest 0.3
     both = pd.concat([R.scout_table(heads, base_rows), R.scout_table({"wide": {"config": T.recipe_dict(wide)}}, low)])
-    assert R.scout_uniform_shares(both) == {128: R.uniform_first_share(128), 256: R.uniform_first_share(256)}
+    assert R.scout_uniform_shares({**heads, "wide": {"config": T.recipe_dict(wide)}}) == {
+        128: R.uniform_first_share(128), 256: R.uniform_first_share(256)}
     takeaway = R.scout_takeaway(both)  # base (128 tokens, 0.2) and wide (256 tokens, 0.3): wide is the larger
-    assert "(wide)" in takeaway and f"{R.uniform_first_share(256):.3f}" in takeaway and "256-token window" in takeaway
+    assert "(wide)" in takeaway and f"{R.uniform_first_share(256):.3f}" in takeaway and "over its window" in takeaway

@@ -115,16 +115,16 @@ def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed:
                      "layer share at the end": float(last["first_share"].max()),
                      "largest layer share": float(g["first_share"].max()),
                      "largest head share": float(g["best_head"].max()),
-                     "window": int(config.get("seq_len", 128)),
                      "uniform share": uniform_first_share(int(config.get("seq_len", 128))),
                      "sink formed": bool(g["first_share"].max() > formed)})
     return pd.DataFrame(rows)
 
 
-def scout_uniform_shares(table: pd.DataFrame) -> dict[int, float]:
+def scout_uniform_shares(heads: dict[str, dict[str, Any]]) -> dict[int, float]:
     """Window length (tokens) -> the first-token share of uniform causal attention, for every window the
-    recipes of ``table`` use (the reference line of each)."""
-    return {int(n): uniform_first_share(int(n)) for n in sorted(set(table["window"]))}
+    recipes of ``heads`` (their log headers) use: the reference line of each."""
+    windows = {int(h.get("config", {}).get("seq_len", 128)) for h in heads.values()}
+    return {n: uniform_first_share(n) for n in sorted(windows)}
 
 
 def scout_summary(table: pd.DataFrame) -> str:
@@ -148,5 +148,4 @@ def scout_takeaway(table: pd.DataFrame) -> str:
     if table["sink formed"].any():
         return f"A sink formed: the largest layer share reached {best['largest layer share']:.2f}."
     return (f"No recipe came near a sink: the largest layer share reached {best['largest layer share']:.3f} "
-            f"({best['recipe']}), against {best['uniform share']:.3f} for uniform attention over its "
-            f"{best['window']}-token window.")
+            f"({best['recipe']}), against {best['uniform share']:.3f} for uniform attention over its window.")
