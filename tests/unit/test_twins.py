@@ -61,3 +61,15 @@ def test_each_attention_analysis_declares_its_null_beside_its_reducer():
     for name in ("geometry_values", "no-such-analysis"):
         with pytest.raises(ValueError, match="no attention null"):
             null_result(ModelResult(name, {"ref": "m"}, 1))
+
+
+def test_appendix_b_reads_each_trained_models_twin_aligned_with_it():
+    from sinkframes.analyses import rmt
+
+    texts = ["The cat sat on the mat.", "A dog ran far away."]
+    trained = rmt.analyse(["tiny:llama", "tiny:bert"], texts, device="cpu", progress=False, use_cache=False,
+                          twin=True)
+    twins = rmt.twins_of(trained)
+    assert [t.ref for t in twins] == ["random:tiny:llama", "random:tiny:bert"]
+    assert all(TWIN not in t.data and t.analysis == "rmt" for t in twins)
+    assert rmt.twins_of(rmt.analyse(["tiny:llama"], texts, device="cpu", progress=False, use_cache=False)) == [None]

@@ -29,10 +29,9 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics import rmt
 from ..metrics.sinks import first_token_share, uniform_first_token_share
-from ..models.loading import RANDOM_PREFIX
 from ..tensors import require_finite
 from ..types import Mode, RunOptions, check_mode
-from .base import AllModelsFailedError, ModelResult, Results, each_model, register_tables
+from .base import TWIN, ModelResult, Results, each_model, register_tables, with_twin
 
 ANALYSIS = "rmt"
 #: a first-token sink has formed when some layer's head-mean first-token share has its lower 95 %
@@ -97,9 +96,10 @@ def from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tenso
     return ms
 
 
-def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
+def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *, seed: int = 0, twin: bool = False,
                   **overrides: Any) -> ModelResult:
-    """Official and corrected RMT statistics of ``ref`` on ``texts`` (one streamed pass, cached)."""
+    """Official and corrected RMT statistics of ``ref`` on ``texts`` (one streamed pass, cached); with
+    ``twin``, the same of its random-initialized twin in ``data[TWIN]`` (:func:`~.base.with_twin`)."""
     o = RunOptions.build(opts, **overrides)
     ex = summarize(ref, texts, RMTReducer(), o)
     ms = from_summaries(ex.record, ex.summaries or [])
@@ -107,26 +107,21 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     ms.params.update({"seed": seed, **asdict(o)})
     if seed:  # the per-layer intervals were drawn with seed 0 when the result was assembled
         ms.layers = _corrected_layers(ms)
-    return ms
+    return with_twin(ms, lambda t: analyse_model(t, texts, o, seed=seed)) if twin else ms
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
-            **overrides: Any) -> Results:
-    """:func:`analyse_model` for each model, in order; a failing model is reported, not fatal (``each_model``)."""
+            twin: bool = False, **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model (with its random-initialized twin if ``twin``), in order; a failing
+    model is reported, not fatal (``each_model``)."""
     o = RunOptions.build(opts, **overrides)  # a bad option is the caller's error, not a model's
-    return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed), ANALYSIS)
+    return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed, twin=twin), ANALYSIS)
 
 
-def analyse_twins(trained: Sequence[ModelResult], texts: list[str], opts: RunOptions | None = None, *,
-                  seed: int = 0, **overrides: Any) -> list[ModelResult | None]:
-    """Each trained model's random-initialized twin (``random:<ref>``), aligned with ``trained``; ``None``
-    where the twin failed (reported like any failing model)."""
-    try:
-        twins = analyse([RANDOM_PREFIX + r.ref for r in trained], texts, opts, seed=seed, **overrides)
-    except AllModelsFailedError:
-        return [None] * len(trained)
-    by_ref = {t.ref: t for t in twins}
-    return [by_ref.get(RANDOM_PREFIX + r.ref) for r in trained]
+def twins_of(results: Sequence[ModelResult]) -> list[ModelResult | None]:
+    """Each result's random-initialized twin (``data[TWIN]``), aligned with ``results``; ``None`` where it was
+    not run or failed."""
+    return [r.data.get(TWIN) for r in results]
 
 
 def _finite(x: np.ndarray) -> np.ndarray:
