@@ -55,3 +55,23 @@ def test_the_checkpoints_the_library_ships_are_not_announced(tmp_path):
     step = sorted(p for p in CHECKPOINT_DIR.iterdir() if p.is_dir())[0]
     assert not announced(str(step)) and not announced("random:" + str(step))  # cold and cached pages read alike
     assert announced(str(tmp_path)) and announced("EleutherAI/pythia-70m")  # a reader's folder, a hub id
+
+
+def test_on_a_gpu_auto_picks_cuda_and_the_check_reads_the_gpus_free_memory(monkeypatch):
+    """The GPU path with CUDA mocked (no GPU is reachable where the book is built): ``device="auto"`` resolves
+    to CUDA, the free memory is the CUDA allocator's, and a model that does not fit is refused before loading."""
+    from sinkframes.models.loading import resolve_device
+
+    monkeypatch.delenv(FREE_ENV, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    asked = []
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev: asked.append(dev) or (10**6, 16 * 10**9))
+    gpu = resolve_device("auto")
+    assert gpu.type == "cuda"
+    est = estimate("tiny:llama", dtype="float16", device=gpu, batch_size=8, max_length=256)
+    assert est is not None and est.free == 10**6 and asked == [gpu]
+    with pytest.raises(ModelLoadError, match="batch_size=8"):
+        check("tiny:llama", dtype="float16", device=gpu, batch_size=8, max_length=256)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev: (16 * 10**9, 16 * 10**9))  # a T4's 16 GB
+    fits = check("tiny:llama", dtype="float16", device=gpu, batch_size=8, max_length=256, show=False)
+    assert fits is not None and fits.fits

@@ -2,9 +2,8 @@
 stand-in hub (two layers per model, ``HF_HUB_OFFLINE=1``) with three sentences per page
 (``SINKFRAMES_MAX_SENTENCES``), every page executed on the CPU into a scratch folder. Any page error fails.
 
-Cost (the README's "Rehearse the paper and colab profiles" has the measurement): the paper profile 4 to 5 minutes,
-the colab profile about 5, on the 2-core machine with another test suite running beside them (7.8 and 6.4 before the
-verdicts' bootstrap stopped recomputing repeated resamples and the stand-ins' large vocabularies were cut)."""
+Cost (the README's "Rehearse the paper and colab profiles" has the measurement): the paper profile about 2.7
+minutes, the colab profile about 2.4, on the idle 2-core machine with two pages at a time."""
 
 from __future__ import annotations
 
