@@ -42,6 +42,9 @@ def test_one_batching_loop():
     # nobody else builds padded batches or sorts samples by length
     assert _where(r"input_ids = torch\.full\(") == ["extraction/batching.py"]
     assert _where(r"sorted\(range\(len\(") == ["extraction/batching.py"]
+    # texts are tokenized in one place, the Fisher probe's official padding included
+    assert _where(r"(tok|tokenizer)\(t\b") == ["extraction/batching.py"]
+    assert _where(r"padding=True") == []
 
 
 def test_one_cache_key_builder():

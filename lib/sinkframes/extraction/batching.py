@@ -5,7 +5,8 @@ the paper) or with a BOS token forced at position 0 (``bos_policy="force"``; tok
 BOS token get their EOS token, the document separator, instead). Batches are sorted by length and
 right-padded; with right padding a real token never attends to padding (causal) or is masked from
 it (bidirectional), so trimming each sample to its ``n`` real tokens gives exactly the unpadded
-result.
+result. The official Fisher notebook's padding (every sentence padded to the longest of the set,
+the padding inside its loss) is an option of the same loop (``width``, ``pad``).
 """
 
 from __future__ import annotations
@@ -150,9 +151,14 @@ def pad_id(tokenizer: Any) -> int:
     return int(tokenizer.pad_token_id) if tokenizer.pad_token_id is not None else 0
 
 
-def pad_batch(ids: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-padded ``input_ids [batch, width]`` and ``attention_mask [batch, width]``."""
-    width = max(len(x) for x in ids)
+def pad_batch(ids: list[list[int]], pad: int, width: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ``input_ids [batch, width]`` and ``attention_mask [batch, width]`` (``width``: the longest
+    of ``ids`` unless given)."""
+    longest = max(len(x) for x in ids)
+    if width is None:
+        width = longest
+    elif width < longest:
+        raise ValueError(f"width={width} is shorter than the longest sample ({longest} tokens)")
     input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
     mask = torch.zeros((len(ids), width), dtype=torch.long)
     for r, x in enumerate(ids):
@@ -178,12 +184,17 @@ def forward(
 
 
 def iterate_batches(
-    lm: models.LoadedModel, ids: list[list[int]], batch_size: int, progress: bool = True, desc: str = "forward"
+    lm: models.LoadedModel, ids: list[list[int]], batch_size: int, progress: bool = True, desc: str = "forward",
+    *, batches: list[list[int]] | None = None, pad: int | None = None, width: int | None = None,
 ) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
     """The one batching loop: yield ``(sample indices, input_ids, attention_mask)`` per batch,
-    length-sorted and right-padded."""
-    pad = pad_id(lm.tokenizer)
-    batches = length_sorted_batches([len(x) for x in ids], batch_size)
-    for batch in tqdm(batches, desc=desc, disable=not progress, file=sys.stderr, leave=False):
-        input_ids, mask = pad_batch([ids[i] for i in batch], pad)
+    length-sorted and right-padded.
+
+    ``batches`` replaces the length-sorted plan of ``batch_size`` samples by a caller's (lists of sample
+    indices); ``pad`` the tokenizer's padding id; ``width`` pads every batch to that many tokens instead of its
+    longest sample (the official Fisher notebook pads every sentence to the longest of the whole set)."""
+    pad = pad_id(lm.tokenizer) if pad is None else pad
+    plan = length_sorted_batches([len(x) for x in ids], batch_size) if batches is None else batches
+    for batch in tqdm(plan, desc=desc, disable=not progress, file=sys.stderr, leave=False):
+        input_ids, mask = pad_batch([ids[i] for i in batch], pad, width)
         yield batch, input_ids, mask

@@ -40,18 +40,16 @@ it can read, else ``loop``.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
 from .. import stats
 from ..cache import Cache, cache_key
-from ..extraction.batching import get_model, length_sorted_batches
+from ..extraction.batching import get_model, iterate_batches, length_sorted_batches, pad_batch, pad_id, tokenize
 from ..models import load_masked_lm
 from ..types import MODES, Mode, RunOptions, check_mode
 from . import per_sample
@@ -289,37 +287,45 @@ class FisherResult:
         return df
 
 
-def _tokenized(
-    tok: Any, texts: list[str], causal: bool, faithful: bool
-) -> list[Row]:
-    """Per sentence ``(ids [1, token], attention mask [1, token], special-token mask [1, token])``:
-    faithful, rows of one batch padded to the longest (decoders padded with EOS); corrected, each alone."""
-    if faithful:
-        enc = tok(
-            [t[:FAITHFUL_MAX_CHARS] for t in texts],
-            padding=True,
-            truncation=True,
-            max_length=FAITHFUL_MAX_LENGTH,
-            return_tensors="pt",
-            return_special_tokens_mask=True,
-        )
-        rows = [
-            (
-                enc["input_ids"][i : i + 1],
-                enc["attention_mask"][i : i + 1],
-                enc["special_tokens_mask"][i : i + 1].bool(),
-            )
-            for i in range(len(texts))
-        ]
-        if causal and tok.eos_token_id is not None:  # the official code pads decoders with EOS
-            rows = [(ids.masked_fill(am == 0, tok.eos_token_id), am, sp) for ids, am, sp in rows]
-        return rows
-    rows = []
-    for t in texts:
-        enc = tok(t, truncation=True, max_length=CORRECTED_MAX_LENGTH, return_tensors="pt",
-                  return_special_tokens_mask=True)
-        rows.append((enc["input_ids"], enc["attention_mask"], enc["special_tokens_mask"].bool()))
-    return rows
+@dataclass
+class _Inputs:
+    """The sentences as the loss sees them: token ids through the library's tokenization, and how the one
+    batching loop pads them."""
+
+    ids: list[list[int]]  # per sentence, unpadded
+    pad: int  # the padding id
+    width: int | None  # faithful: every sentence padded to the longest of the set (its loss sees the padding)
+    masked: list[tuple[list[int], list[int]]] | None  # encoders: per sentence the masked ids and 1 where masked
+
+    def tensors(self, batch: list[int], ids: torch.Tensor, attn_mask: torch.Tensor, device: torch.device
+                ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
+        """``ids``, ``attn_mask`` ``[batch, token]`` of a batch on ``device``, with the encoders' masked copy."""
+        if self.masked is None:
+            return ids.to(device), attn_mask.to(device), None
+        masked_ids, _ = pad_batch([self.masked[i][0] for i in batch], self.pad, self.width or ids.shape[1])
+        where, _ = pad_batch([self.masked[i][1] for i in batch], 0, self.width or ids.shape[1])
+        return ids.to(device), attn_mask.to(device), (masked_ids.to(device), where.bool().to(device))
+
+
+def _inputs(tok: Any, texts: list[str], causal: bool, faithful: bool, gen: torch.Generator) -> _Inputs:
+    """Tokenize as the mode says (faithful: texts cut to 500 characters and 128 tokens, padded to the longest
+    with EOS for decoders; corrected: up to 512 tokens, each alone) and draw the encoders' masks sentence by
+    sentence in order, over the non-special tokens."""
+    cut = [t[:FAITHFUL_MAX_CHARS] for t in texts] if faithful else list(texts)
+    ids = tokenize(tok, cut, FAITHFUL_MAX_LENGTH if faithful else CORRECTED_MAX_LENGTH, truncation=True)
+    pad = pad_id(tok)
+    if faithful and causal and tok.eos_token_id is not None:  # the official code pads decoders with EOS
+        pad = int(tok.eos_token_id)
+    masked = None
+    if not causal:
+        if tok.mask_token_id is None:
+            raise ValueError("this encoder's tokenizer has no mask token; cannot build a masked loss")
+        masked = []
+        for x in ids:
+            special = torch.tensor(tok.get_special_tokens_mask(x, already_has_special_tokens=True), dtype=torch.bool)
+            m_ids, where = _encoder_inputs(torch.tensor(x), special, tok.mask_token_id, gen)
+            masked.append((m_ids.tolist(), where.long().tolist()))
+    return _Inputs(ids, pad, max(len(x) for x in ids) if faithful else None, masked)
 
 
 def fisher_norms(
@@ -345,12 +351,8 @@ def fisher_norms(
     model, tok, rec = lm.model, lm.tokenizer, lm.record
     if has_mlm_head is None:
         has_mlm_head = hasattr(model, "cls") or type(model).__name__.endswith("ForMaskedLM")
-    rows_in = _tokenized(tok, texts, rec.causal, faithful)
-    gen = torch.Generator().manual_seed(seed)
     # the masked copies are drawn sentence by sentence in order, whatever the engine
-    masked = [
-        None if rec.causal else _masking(ids, am, sp, tok.mask_token_id, gen) for ids, am, sp in rows_in
-    ]
+    inputs = _inputs(tok, texts, rec.causal, faithful, torch.Generator().manual_seed(seed))
     if engine == "auto":
         dtypes = {p.dtype for p in model.parameters()}
         engine = "batched" if dtypes == {torch.float32} and not per_sample.coverage_gaps(model) else "loop"
@@ -360,7 +362,7 @@ def fisher_norms(
     was_training = model.training
     model.eval()
     try:
-        per = run(lm, rows_in, masked, has_mlm_head, faithful, progress, mode)
+        per = run(lm, inputs, has_mlm_head, faithful, progress, mode)
     finally:
         model.zero_grad(set_to_none=True)
         model.train(was_training)
@@ -374,73 +376,42 @@ def fisher_norms(
     return FisherResult(rec.ref, mode, rec.n_layers, objective(rec.causal, has_mlm_head), values)
 
 
-def _masking(
-    ids: torch.Tensor, am: torch.Tensor, special: torch.Tensor, mask_id: int | None, gen: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One sentence's masked ids and mask ``[1, token]`` (15 % of the non-special, non-pad positions)."""
-    if mask_id is None:
-        raise ValueError("this encoder's tokenizer has no mask token; cannot build a masked loss")
-    m_ids, m = _encoder_inputs(ids[0], special[0] | (am[0] == 0), mask_id, gen)
-    return m_ids[None], m[None]
-
-
-Masked = tuple[torch.Tensor, torch.Tensor] | None
-Row = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # ids, attention mask, special mask: each [1, token]
-
-
 def _looped_norms(
-    lm: Any, rows: list[Row], masked: list[Masked], has_mlm_head: bool, faithful: bool,
-    progress: bool, mode: Mode,
+    lm: Any, inputs: _Inputs, has_mlm_head: bool, faithful: bool, progress: bool, mode: Mode
 ) -> list[dict[str, float]]:
-    """One forward and backward pass per sentence; norms read from the parameters' gradients."""
+    """One forward and backward pass per sentence, in order; norms read from the parameters' gradients."""
     model, rec = lm.model, lm.record
     out = []
-    pairs = list(zip(rows, masked, strict=True))
-    for (ids, am, _), mk in tqdm(pairs, desc=f"{rec.ref}: Fisher ({mode})", disable=not progress, file=sys.stderr,
-                                 leave=False):
+    for batch, ids, am in iterate_batches(lm, inputs.ids, 1, progress, f"{rec.ref}: Fisher ({mode})",
+                                          batches=[[i] for i in range(len(inputs.ids))], pad=inputs.pad,
+                                          width=inputs.width):
         model.zero_grad(set_to_none=True)
-        losses = _losses(model, rec.causal, has_mlm_head, ids.to(lm.device), am.to(lm.device),
-                         None if mk is None else (mk[0].to(lm.device), mk[1].to(lm.device)), faithful)
+        losses = _losses(model, rec.causal, has_mlm_head, *inputs.tensors(batch, ids, am, lm.device), faithful)
         losses.sum().backward()
         out.append(squared_grad_norms(model, mode))
     return out
 
 
 def _batched_norms(
-    lm: Any, rows: list[Row], masked: list[Masked], has_mlm_head: bool, faithful: bool,
-    progress: bool, mode: Mode,
+    lm: Any, inputs: _Inputs, has_mlm_head: bool, faithful: bool, progress: bool, mode: Mode
 ) -> list[dict[str, float]]:
     """Sentences of similar length share a padded batch; norms from ``per_sample`` (no weight gradients)."""
     model, rec = lm.model, lm.record
     named = list(model.named_parameters())
     vocab = int((model.get_output_embeddings() or model.get_input_embeddings()).weight.shape[0])
-    out: list[dict[str, float]] = [{} for _ in rows]
-    lengths = [int(r[0].shape[1]) for r in rows]
-    for batch in tqdm(fisher_batches(lengths, vocab), desc=f"{rec.ref}: Fisher ({mode})", disable=not progress,
-                      file=sys.stderr, leave=False):
-        ids = _right_padded([rows[i][0] for i in batch], 0).to(lm.device)  # [batch, token]
-        am = _right_padded([rows[i][1] for i in batch], 0).to(lm.device)
-        mk = None
-        picks = [masked[i] for i in batch]
-        if all(m is not None for m in picks):
-            mk = (
-                _right_padded([m[0] for m in picks if m is not None], 0).to(lm.device),
-                _right_padded([m[1].long() for m in picks if m is not None], 0).bool().to(lm.device),
-            )
+    out: list[dict[str, float]] = [{} for _ in inputs.ids]
+    lengths = [inputs.width or len(x) for x in inputs.ids]  # as run: faithful sentences all have the padded width
+    for batch, ids, am in iterate_batches(lm, inputs.ids, 1, progress, f"{rec.ref}: Fisher ({mode})",
+                                          batches=fisher_batches(lengths, vocab), pad=inputs.pad, width=inputs.width):
         with per_sample.per_sample_norms(model, len(batch)) as acc:
-            _losses(model, rec.causal, has_mlm_head, ids, am, mk, faithful).sum().backward()
+            _losses(model, rec.causal, has_mlm_head, *inputs.tensors(batch, ids, am, lm.device), faithful).sum(
+            ).backward()
         for name, p in named:
             sq = acc.squared_norms(p)
             if sq is not None:
                 for r, i in enumerate(batch):
                     out[i][name] = float(sq[r])
     return out
-
-
-def _right_padded(rows: list[torch.Tensor], fill: int) -> torch.Tensor:
-    """``[batch, token]``: ``[1, n_i]`` rows padded on the right to the longest with ``fill``."""
-    width = max(int(r.shape[1]) for r in rows)
-    return torch.cat([torch.nn.functional.pad(r, (0, width - int(r.shape[1])), value=fill) for r in rows])
 
 
 def fisher_batches(lengths: list[int], vocab: int, max_batch: int = 8, max_logits: int = 2**27) -> list[list[int]]:
