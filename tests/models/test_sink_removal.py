@@ -98,7 +98,7 @@ def test_the_removal_null_passes_only_when_a_random_key_beats_another():
     import pandas as pd
 
     from sinkframes.analyses.base import ModelResult
-    from sinkframes.verdicts.measures import MEASURES, NULLS
+    from sinkframes.verdicts import MEASURES, NULLS
 
     def result(sink, rand, rand2):
         rows = [{"sentence": i, "condition": c, "kl": v} for i in range(len(sink))

@@ -78,3 +78,15 @@ def test_the_import_check_can_fail():
 def test_one_mode_definition():
     assert _where(r"^MODES\b.*=") == ["types.py"]
     assert _where(r'Literal\["faithful", "corrected"\]') == ["types.py"]
+
+
+def test_each_analysis_declares_its_own_measures():
+    """A claim's measure is found by its name: only its analysis module spells it, and nothing is left in the
+    verdict layer (which holds the registry and the bootstrap, not the quantities)."""
+    from sinkframes.verdicts.measures import registered
+
+    module_of = {"softmax": "softmax_geometry", "values": "geometry_values"}
+    for name in registered():
+        prefix = name.split(".")[0]
+        declared = rf'(?i:measure)\(\s*"{re.escape(name)}"|MEASURES\["{re.escape(name)}"\]'
+        assert _where(declared) == [f"analyses/{module_of.get(prefix, prefix)}.py"], name

@@ -14,7 +14,7 @@ from sinkframes.analyses import spectral as sp
 from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics import graphs as g
 from sinkframes.report import spectral as spectral_report
-from sinkframes.verdicts.measures import MEASURES
+from sinkframes.verdicts import MEASURES
 
 SIZES = (12, 17, 23, 31, 40, 47)  # tokens per sentence: up to 50, the dense solver in every variant
 L, H = 3, 2

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from sinkframes.analyses import positions
+from sinkframes.analyses import positions as pm
 from sinkframes.metrics.positions import PositionReducer, residual_ratio, sink_location, uniform_received
 from sinkframes.probes.positions import UNMODIFIED, Intervention, causal_edit, permutation, scaled_frequencies
-from sinkframes.verdicts import position_measures as pm
 from sinkframes.verdicts.nulls import uniform_attention
 
 

@@ -67,14 +67,14 @@ def test_emergence_finds_the_first_checkpoint_above_the_threshold() -> None:
     assert em["final_step"] == 4096 and em["final_share"][0] > 0.9
     est = M.MEASURES["rmt.sink_formed_fraction"].fn(R.series_result(s, "run"), "corrected")
     assert est.value == pytest.approx(64 / 4096) and not est.undetermined
-    assert M.sink_formed_fraction(R.series_result(s, "run"), "faithful") is None
+    assert R.sink_formed_fraction(R.series_result(s, "run"), "faithful") is None
     null = M.NULLS["untrained_series"](R.series_result(s, "run"), "corrected")
     assert null.value == math.inf  # step 0 has no sink: the untrained run never forms one
 
 
 def test_no_sink_is_undetermined_and_a_sink_at_initialization_is_not_diagnostic() -> None:
     none = _series({"step0": 0.0, "step100": 0.1, "step1000": 0.2})
-    est = M.sink_formed_fraction(R.series_result(none, "run"), "corrected")
+    est = R.sink_formed_fraction(R.series_result(none, "run"), "corrected")
     assert est.undetermined and R.emergence(none)["formed_at"] is None
     born = _series({"step0": 0.8, "step100": 0.8, "step1000": 0.8})
     res = R.series_result(born, "run")

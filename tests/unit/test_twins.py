@@ -54,7 +54,7 @@ def test_each_attention_analysis_declares_its_null_beside_its_reducer():
     from sinkframes.verdicts import measures as M
     from sinkframes.verdicts.nulls import null_result
 
-    attention_nulls = {m.analysis for m in M.MEASURES.values() if "attention" in (m.null, *m.extra_nulls)}
+    attention_nulls = {m.analysis for m in M.registered().values() if "attention" in (m.null, *m.extra_nulls)}
     assert {"frames", "information", "spectral", "topology", "softmax_geometry", "positions"} <= attention_nulls
     for analysis in attention_nulls:
         assert callable(importlib.import_module(f"sinkframes.analyses.{analysis}").on_uniform_attention), analysis

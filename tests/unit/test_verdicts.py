@@ -359,7 +359,7 @@ def test_common_word_heads_counts_the_modal_word_and_leaves_first_tokens_out(mon
 
     from sinkframes.analyses import topology
     from sinkframes.analyses.base import ModelResult
-    from sinkframes.verdicts.measures import MEASURES
+    from sinkframes.verdicts import MEASURES
 
     spec = pd.DataFrame({"token": ["<bos>", "<bos>", ",", ",", ",", "the", "of", ","],
                          "faithful token": ["<bos>"] * 8})

@@ -28,6 +28,8 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics.sinks import SinkSummaryReducer
 from ..types import Mode, RunOptions
+from ..verdicts.measures import boot, measure, seed_of
+from ..verdicts.verdict import Estimate
 from .base import ModelResult, Results, each_model, register_tables
 from .structureless import null_summaries
 
@@ -286,3 +288,32 @@ def _position0(f: ModelResult) -> str:
 def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
     """The frames of ``result``'s shapes under uniform attention: the verdicts' attention null (``graph`` unused)."""
     return frames_from_summaries(record, null_summaries(result, SinkSummaryReducer()), seed=seed)
+
+# ---------------------------------------------------------------------- measures the verdicts read
+# Each is registered in :data:`sinkframes.verdicts.measures.MEASURES` under the name a claim of
+# ``paper.claims`` reads; see that module for the bootstrap and the nulls.
+
+@measure("frames.first_token_share", "frames")
+def first_token_share(r: ModelResult, mode: Mode) -> Estimate | None:
+    if mode == "faithful":
+        return None
+    x = np.nanmean(r.samples["first_token_share"], axis=(1, 2))  # [sample]
+    return boot(x, float, seed_of(r))
+
+
+@measure("frames.frame_type", "frames")
+def frame_type(r: ModelResult, mode: Mode) -> Estimate | None:
+    if mode == "faithful":
+        return None
+    frame = str(r.data["frame"])
+    return Estimate(frame, n=r.n_sentences, interval="no interval: a category", detail=str(r.data.get("reason", "")),
+                    undetermined=frame == "undefined")
+
+
+@measure("frames.reference_count", "frames")
+def reference_count(r: ModelResult, mode: Mode) -> Estimate | None:
+    if mode == "faithful":
+        x = np.nanmean(r.samples["faithful_reference_count"], axis=1)  # [sample]
+    else:
+        x = np.nanmean(r.samples["reference_count"], axis=(1, 2))  # [sample]
+    return boot(x, float, seed_of(r))

@@ -9,6 +9,7 @@ its plain statements from them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ from ..extraction import capture
 from ..metrics import geometry, values
 from ..tensors import require_finite
 from ..types import MODES, Mode, RunOptions, check_mode
+from ..verdicts.measures import NULLS, boot, measure, region_parts, seed_of, shape_measure, with_parts
+from ..verdicts.verdict import Estimate
 from .base import ModelResult, Results, each_model, register_tables, with_twin
 
 ANALYSIS = "geometry_values"
@@ -243,3 +246,55 @@ def change_table(results: list[ModelResult], seed: int = 0) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     out["p (Holm)"] = stats.holm(out["p (sign flip)"].to_numpy())
     return out
+
+# ---------------------------------------------------------------------- measures the verdicts read
+# Each is registered in :data:`sinkframes.verdicts.measures.MEASURES` under the name a claim of
+# ``paper.claims`` reads; see that module for the bootstrap and the nulls.
+
+def _values(r: ModelResult, mode: Mode, name: str) -> np.ndarray:
+    return r.samples[f"{mode}_{name}"]  # [sample, layer]
+
+
+@measure("values.key_norm_ratio", "geometry_values", null="unit_ratio")
+def key_norm_ratio(r: ModelResult, mode: Mode) -> Estimate | None:
+    if mode == "faithful":
+        return None
+    return boot(r.samples["key_norm_ratio"], lambda m: float(np.nanmean(m)), seed_of(r))
+
+
+@measure("values.sink_cosine_excess", "geometry_values", null="zero")
+def sink_cosine_excess(r: ModelResult, mode: Mode) -> Estimate | None:
+    if mode == "faithful":
+        return None
+    x = r.samples["cos_to_sink_post"] - r.samples["cos_to_others_post"]  # [sample, layer]
+    return boot(x, lambda m: float(np.nanmean(m)), seed_of(r))
+
+
+def _values_shape(name: str, stat: Callable[[np.ndarray], float]
+                  ) -> Callable[[ModelResult, Mode], tuple[np.ndarray, Callable[[np.ndarray], float]]]:
+    return lambda r, mode: (_values(r, mode, name), stat)
+
+
+shape_measure("values.entropy_last_minus_first", "geometry_values", null="zero")(
+    _values_shape("entropy", lambda m: float(m[-1] - m[0])))
+shape_measure("values.magnitude_last_minus_first", "geometry_values", null="zero")(
+    _values_shape("magnitude", lambda m: float(m[-1] - m[0])))
+shape_measure("values.alignment_last", "geometry_values", null="zero")(
+    _values_shape("alignment", lambda m: float(m[-1])))
+shape_measure("values.alignment_last_minus_first", "geometry_values", null="zero")(
+    _values_shape("alignment", lambda m: float(m[-1] - m[0])))
+
+
+@measure("values.alignment_first_last", "geometry_values", null="zero")
+def alignment_first_last(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The first and the last layer's geometric-semantic alignment, each a part with its interval."""
+    x = _values(r, mode, "alignment")  # [sample, layer]
+    parts = region_parts(x, {"first layer": [0], "last layer": [x.shape[1] - 1]}, seed_of(r))
+    return with_parts(boot(x, lambda m: float(m[-1] - m[0]), seed_of(r)), parts,
+                      detail="the value is last minus first")
+
+
+NULLS["unit_ratio"] = lambda r, mode: Estimate(1.0, interval="none (analytic)",
+                                               detail="a random key: the same norm as the others on average")
+NULLS["zero"] = lambda r, mode: Estimate(0.0, interval="none (analytic)",
+                                         detail="uniform attention: the same in every layer, no alignment")

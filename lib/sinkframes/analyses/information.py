@@ -13,8 +13,9 @@ The ``ModelResult``: ``samples`` holds every summary entry ``"<rule>/..."`` as `
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -29,6 +30,23 @@ from ..models.registry import hook_supports
 from ..probes import fisher as fisher_mod
 from ..probes import sink_removal
 from ..types import MODES, Mode, RunOptions, check_mode
+from ..verdicts.measures import (
+    BOOT,
+    MEASURES,
+    NO_INTERVAL,
+    NULLS,
+    Measure,
+    MeasureFn,
+    boot,
+    measure,
+    region_parts,
+    region_stat,
+    regions_in,
+    seed_of,
+    shape_measure,
+    with_parts,
+)
+from ..verdicts.verdict import Estimate
 from .base import ModelResult, Results, each_model, register_tables, with_twin
 from .structureless import null_summaries
 
@@ -302,3 +320,239 @@ def output_table(results: list[ModelResult]) -> pd.DataFrame:
 def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
     """The KL suite of ``result``'s shapes under uniform attention: the verdicts' attention null (``graph`` unused)."""
     return from_summaries(record, null_summaries(result, inf.InformationReducer()), seed=seed)
+
+# ---------------------------------------------------------------------- measures the verdicts read
+# Each is registered in :data:`sinkframes.verdicts.measures.MEASURES` under the name a claim of
+# ``paper.claims`` reads; see that module for the bootstrap and the nulls.
+
+def _kl(r: ModelResult, mode: Mode) -> tuple[np.ndarray, list[int]]:
+    """``([sample, layer], layers)``: the KL reduction under ``mode`` on the layers that mode analyses."""
+    from ..metrics.information import official_layers
+
+    red = r.samples[f"p90/{mode}/reduction"]  # [sample, layer]
+    layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
+    return red[:, layers], layers
+
+
+def _mass(r: ModelResult, mode: Mode) -> tuple[np.ndarray, list[int]]:
+    from ..metrics.information import official_layers
+
+    key = "p90/mass_first4" if mode == "faithful" else "p90/mass_all_heads"
+    layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
+    return r.samples[key][:, layers], layers
+
+
+def _kl_region_shape(combine: Callable[[dict[str, float]], float]
+                     ) -> Callable[[ModelResult, Mode], tuple[np.ndarray, Callable[[np.ndarray], float]]]:
+    def shape(r: ModelResult, mode: Mode) -> tuple[np.ndarray, Callable[[np.ndarray], float]]:
+        x, layers = _kl(r, mode)
+        return x, region_stat(layers, r.n_layers, combine)
+
+    return shape
+
+
+shape_measure("information.kl_u_contrast", "information")(
+    _kl_region_shape(lambda g: min(g["early"], g["late"]) - g["middle"]))
+
+
+def _kl_groups(r: ModelResult, mode: Mode, skip_first: bool) -> tuple[np.ndarray, dict[str, list[int]]]:
+    """``([sample, layer], region -> positions)``: the KL reduction and its regions (layer 0 left out of
+    the early region when ``skip_first``)."""
+    x, layers = _kl(r, mode)
+    reg = regions_in(layers, r.n_layers)
+    if skip_first:
+        reg["early"] = [i for i in reg["early"] if layers[i] != 0]
+    return x, reg
+
+
+def _kl_regions_fn(skip_first: bool) -> MeasureFn:
+    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+        x, reg = _kl_groups(r, mode, skip_first)
+        parts = region_parts(x, reg, seed_of(r))
+        whole = boot(x[:, [i for v in reg.values() for i in v]], lambda m: float(np.nanmean(m)), seed_of(r))
+        label = "regions after layer 0" if skip_first else "regions"
+        return with_parts(whole, parts, detail=f"{label}: " + ", ".join(p[0] for p in parts))
+
+    return fn
+
+
+MEASURES["information.kl_regions"] = Measure("information.kl_regions", "information", _kl_regions_fn(False))
+MEASURES["information.kl_regions_after_first"] = Measure(
+    "information.kl_regions_after_first", "information", _kl_regions_fn(True))
+
+
+@measure("information.kl_first_middle_last", "information", extra_nulls=("random_twin",))
+def kl_first_middle_last(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The first analysed layer, the middle region and the last analysed layer, each with its interval
+    (the U shape of App. G as printed: positive first and final layers, negative middle)."""
+    x, layers = _kl(r, mode)
+    reg = regions_in(layers, r.n_layers)
+    groups = {"first layer": [0], "middle": reg["middle"], "last layer": [len(layers) - 1]}
+    parts = region_parts(x, groups, seed_of(r))
+    return with_parts(boot(x, lambda m: float(np.nanmean(m)), seed_of(r)), parts,
+                      detail=f"layers {layers[0]} and {layers[-1]}, middle third")
+
+
+@measure("information.kl_early_drop_p80_p95", "information", null="none")
+def kl_early_drop_p80_p95(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Relative drop of the early-region KL reduction from the 80th- to the 95th-percentile sink rule:
+    ``1 - early(p95) / early(p80)``."""
+    from ..metrics.information import official_layers
+
+    layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
+    early = regions_in(layers, r.n_layers)["early"]
+    keys = [f"p80/{mode}/reduction", f"p95/{mode}/reduction"]
+    if not all(k in r.samples for k in keys) or not early:
+        return None
+    a = r.samples[keys[0]][:, layers][:, early]  # [sample, early layer]
+    b = r.samples[keys[1]][:, layers][:, early]
+    k = a.shape[1]
+
+    def stat(m: np.ndarray) -> float:
+        lo80 = float(np.nanmean(m[:k]))
+        return 1.0 - float(np.nanmean(m[k:])) / lo80 if abs(lo80) > 1e-12 else math.nan
+
+    return boot(np.concatenate([a, b], axis=1), stat, seed_of(r))
+
+
+@measure("information.kl_first_layer", "information")
+def kl_first_layer(r: ModelResult, mode: Mode) -> Estimate | None:
+    x, _ = _kl(r, mode)
+    return boot(x[:, 0], float, seed_of(r))
+
+
+@measure("information.kl_argmin_layer", "information", extra_nulls=("random_twin",))
+def kl_argmin_layer(r: ModelResult, mode: Mode) -> Estimate | None:
+    x, layers = _kl(r, mode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        m = np.nanmean(x, 0)
+    if np.all(np.isnan(m)):
+        return Estimate("undefined", n=x.shape[0], undetermined=True)
+    return Estimate(int(layers[int(np.nanargmin(m))]), n=x.shape[0], interval="none (a layer index)")
+
+
+def _mass_at(r: ModelResult, mode: Mode, rule: str) -> tuple[np.ndarray, list[int]]:
+    from ..metrics.information import official_layers
+
+    key = f"{rule}/mass_first4" if mode == "faithful" else f"{rule}/mass_all_heads"
+    layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
+    return r.samples[key][:, layers], layers
+
+
+def _concentration_regions(rule: str) -> MeasureFn:
+    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+        x, layers = _mass_at(r, mode, rule)
+        parts = region_parts(x, regions_in(layers, r.n_layers), seed_of(r))
+        return with_parts(boot(x, lambda m: float(np.nanmean(m)), seed_of(r)), parts,
+                          detail=f"region means, {rule} sinks")
+
+    return fn
+
+
+MEASURES["information.concentration_regions"] = Measure(
+    "information.concentration_regions", "information", _concentration_regions("p90"))
+MEASURES["information.concentration_regions_p80"] = Measure(
+    "information.concentration_regions_p80", "information", _concentration_regions("p80"))
+
+
+@measure("information.concentration_max", "information")
+def concentration_max(r: ModelResult, mode: Mode) -> Estimate | None:
+    x, layers = _mass(r, mode)
+    est = boot(x, lambda m: float(np.nanmax(m)), seed_of(r))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        m = np.nanmean(x, 0)
+    where = f"at layer {layers[int(np.nanargmax(m))]} of {r.n_layers}" if not np.all(np.isnan(m)) else ""
+    return Estimate(est.value, est.low, est.high, est.n, est.interval, where, est.undetermined)
+
+
+@measure("information.concentration_first_layer", "information")
+def concentration_first_layer(r: ModelResult, mode: Mode) -> Estimate | None:
+    x, _ = _mass(r, mode)
+    return boot(x[:, 0], float, seed_of(r))
+
+
+def _fisher_at(r: ModelResult, mode: Mode) -> fisher_mod.FisherResult | None:
+    """The Fisher result of ``mode``, or None when the run kept no Fisher pass."""
+    return _fisher(r).get(mode)
+
+
+@measure("information.fisher_early_share", "information", null="equal_fisher_early")
+def fisher_early_share(r: ModelResult, mode: Mode) -> Estimate | None:
+    fr = _fisher_at(r, mode)
+    if fr is None:
+        return None
+    share, lo, hi = fr.early_share(seed=seed_of(r))
+    return Estimate(share, lo, hi, n=int(fr.values["sentence"].nunique()), interval=BOOT)
+
+
+@measure("information.fisher_peak_region", "information", null="equal_fisher_peak")
+def fisher_peak_region(r: ModelResult, mode: Mode) -> Estimate | None:
+    fr = _fisher_at(r, mode)
+    if fr is None:
+        return None
+    by = fr.by_layer()
+    peak = by.iloc[int(np.nanargmax(by["fisher"].to_numpy()))]
+    return Estimate(str(peak["region"]), n=int(fr.values["sentence"].nunique()), interval="none (a region)",
+                    detail=f"peak at layer {int(peak['layer'])}")
+
+
+@measure("information.fisher_attention_share", "information", null="none")
+def fisher_attention_share(r: ModelResult, mode: Mode) -> Estimate | None:
+    fr = _fisher_at(r, mode)
+    if fr is None:
+        return None
+    g = fr.groups().set_index("group")["share"]
+    return Estimate(float(g.get("attention", math.nan)), n=int(fr.values["sentence"].nunique()),
+                    interval=NO_INTERVAL)
+
+
+@measure("information.fisher_last3_share", "information", null="equal_fisher_last3")
+def fisher_last3_share(r: ModelResult, mode: Mode) -> Estimate | None:
+    fr = _fisher_at(r, mode)
+    if fr is None:
+        return None
+    per = fr.per_sentence_layers()  # [sentence, layer]
+    return boot(per, lambda m: float(m[-3:].sum() / m.sum()) if m.sum() > 0 else math.nan, seed_of(r))
+
+
+def _equal_fisher(r: ModelResult, mode: Mode, layers: Callable[[int], list[int]]) -> Estimate | None:
+    fr = _fisher_at(r, mode)
+    if fr is None:
+        return None
+    return Estimate(len(layers(r.n_layers)) / r.n_layers, n=0, interval="none (analytic)",
+                    detail="every layer the same Fisher norm")
+
+
+NULLS["equal_fisher_early"] = lambda r, mode: _equal_fisher(r, mode, lambda n: stats.layer_regions(n)["early"])
+NULLS["equal_fisher_last3"] = lambda r, mode: _equal_fisher(r, mode, lambda n: list(range(max(0, n - 3), n)))
+NULLS["equal_fisher_peak"] = lambda r, mode: (
+    None if _fisher_at(r, mode) is None else Estimate("no peak", interval="none (analytic)",
+                                                   detail="every layer the same Fisher norm"))
+
+
+def _removal_difference(r: ModelResult, mode: Mode, removed: str) -> Estimate | None:
+    """The paired per-sentence difference ``removed - random`` of the output change (KL for decoders, embedding
+    distance for encoders), bootstrapped over sentences."""
+    out = r.data.get("output")
+    if mode == "faithful" or out is None:
+        return None
+    per = out.per_sentence
+    if removed not in set(per["condition"]):
+        return None  # an output check cached before the second random key existed
+    metric = "kl" if out.causal else "distance"
+    s = per[per["condition"] == removed].sort_values("sentence")[metric].to_numpy()
+    q = per[per["condition"] == "random"].sort_values("sentence")[metric].to_numpy()
+    est = boot(s - q, float, seed_of(r))
+    return Estimate(est.value, est.low, est.high, est.n, est.interval,
+                    f"{metric}: {'sink' if removed == 'sink' else 'second random key'} {s.mean():.4g}, random key "
+                    f"{q.mean():.4g}", est.undetermined)
+
+
+@measure("information.output_sink_minus_random", "information", null="second_random_key")
+def output_sink_minus_random(r: ModelResult, mode: Mode) -> Estimate | None:
+    return _removal_difference(r, mode, "sink")
+
+
+NULLS["second_random_key"] = lambda r, mode: _removal_difference(r, mode, "random2")

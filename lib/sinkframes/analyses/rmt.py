@@ -31,6 +31,8 @@ from ..metrics import rmt
 from ..metrics.sinks import first_token_share, uniform_first_token_share
 from ..tensors import require_finite
 from ..types import Mode, RunOptions, check_mode
+from ..verdicts.measures import NULLS, boot, measure, seed_of
+from ..verdicts.verdict import Estimate
 from .base import TWIN, ModelResult, Results, each_model, register_tables, with_twin
 
 ANALYSIS = "rmt"
@@ -477,3 +479,78 @@ def diagonal_check(ref: str, text: str, opts: RunOptions | None = None, **overri
                      "top diagonal entries": np.round(diag[:4], 4).tolist(),
                      "largest difference": float(np.max(np.abs(mu - diag)))})
     return pd.DataFrame(rows)
+
+# ---------------------------------------------------------------------- measures the verdicts read
+# Each is registered in :data:`sinkframes.verdicts.measures.MEASURES` under the name a claim of
+# ``paper.claims`` reads; see that module for the bootstrap and the nulls.
+
+def _series(r: ModelResult) -> Any:
+    return r.data["series"]
+
+
+def _fraction(step: int | None, final: int) -> float:
+    return math.inf if step is None else step / final
+
+
+@measure("rmt.sink_formed_fraction", "rmt_series", null="untrained_series")
+def sink_formed_fraction(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Fraction of the run at which a first-token sink forms (largest layer share above the threshold):
+    the first checkpoint whose mean clears it, bounded by the first whose interval reaches it and the
+    first whose interval clears it. Undetermined when no checkpoint's interval clears it."""
+    if mode == "faithful":
+        return None
+
+    em = emergence(_series(r))
+    final = em["final_step"]
+    return Estimate(_fraction(em["mean_above_at"], final), _fraction(em["possible_from"], final),
+                    _fraction(em["formed_at"], final), r.n_sentences, "checkpoints where the 95 % bootstrap "
+                    f"interval of the largest layer first-token share first reaches / clears {em['threshold']:g}",
+                    detail=f"of {final} steps" + ("; no checkpoint's interval clears the threshold: no sink formed"
+                                                  if em["formed_at"] is None else ""),
+                    undetermined=em["formed_at"] is None)
+
+
+def _untrained_fraction(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The untrained run: every checkpoint equal to step 0, so a sink 'forms' at 0 or never."""
+    if mode == "faithful":
+        return None
+
+    s = _series(r)
+    first = min(range(len(s.checkpoints)), key=lambda i: s.checkpoints[i].step)
+    frozen = Series(list(s.checkpoints), [s.results[first]] * len(s.results), [s.loss[first]] * len(s.loss), s.seed)
+    em = emergence(frozen)
+    v = 0.0 if em["formed_at"] is not None else math.inf
+    return Estimate(v, v, v, r.n_sentences, "untrained run", undetermined=not math.isfinite(v))
+
+
+NULLS["untrained_series"] = _untrained_fraction
+
+
+@measure("rmt.gap_change", "rmt_series", null="no_training")
+def gap_change(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The spectral gap's change over the run, last checkpoint minus first: faithful, the official ``mu1/mu2``
+    of the head-averaged matrix in the official (string) order of the checkpoints, a point value; corrected,
+    each head's relative gap by step, paired by sentence, with a bootstrap interval over sentences."""
+    from ..metrics import rmt
+
+    named = _series(r).by_name()
+    if mode == "faithful":
+        order = rmt.faithful_order(named)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            a, b = (float(np.nanmean(faithful_layers(named[k][1])["spectral_gap"])) for k in (order[0], order[-1]))
+        return Estimate(b - a, n=r.n_sentences, interval="none (the official comparison has none)",
+                        detail=f"{order[-1]} minus {order[0]} (official order)", undetermined=math.isnan(b - a))
+    order = rmt.step_order(named)
+    first, last = (named[k][1].samples["corrected/relative_gap"] for k in (order[0], order[-1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        per = (np.nanmean(np.where(np.isfinite(last), last, np.nan), axis=(1, 2))
+               - np.nanmean(np.where(np.isfinite(first), first, np.nan), axis=(1, 2)))  # [sample]
+    est = boot(per, float, seed_of(r))
+    return Estimate(est.value, est.low, est.high, est.n, est.interval, f"{order[-1]} minus {order[0]}",
+                    est.undetermined)
+
+
+NULLS["no_training"] = lambda r, mode: Estimate(0.0, interval="none (analytic)",
+                                                detail="an untrained run: every checkpoint equal to the first")

@@ -12,6 +12,7 @@ The page's plain statements are written by ``report.softmax_geometry``.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict
 from typing import Any, cast
 
@@ -24,6 +25,8 @@ from ..extraction import summarize
 from ..metrics import simplex
 from ..metrics.simplex import SimplexSummaryReducer
 from ..types import Mode, RunOptions
+from ..verdicts.measures import boot, measure, seed_of
+from ..verdicts.verdict import Estimate
 from .base import ModelResult, Results, each_model, register_tables
 from .structureless import null_summaries
 
@@ -253,3 +256,37 @@ def claim_evidence(r: ModelResult) -> dict[str, Any]:
 def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
     """The simplex geometry of ``result``'s shapes under uniform attention: the verdicts' attention null."""
     return simplex_from_summaries(record, null_summaries(result, SimplexSummaryReducer()), seed=seed)
+
+# ---------------------------------------------------------------------- measures the verdicts read
+# Each is registered in :data:`sinkframes.verdicts.measures.MEASURES` under the name a claim of
+# ``paper.claims`` reads; see that module for the bootstrap and the nulls.
+
+#: a layer is "concentrated" when at least this share of its rows holds a majority on one key
+MOST_ROWS = 0.5
+
+
+@measure("softmax.near_vertex_on_first", "softmax_geometry")
+def near_vertex_on_first(r: ModelResult, mode: Mode) -> Estimate | None:
+    """min(share of layers where most rows hold a majority on one key, share of those rows on position 0),
+    with a bootstrap interval over sentences (the rule of ``analyses.softmax_geometry.claim_evidence``)."""
+    if mode == "faithful":
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        nv = np.nanmean(r.samples["near_vertex"], axis=-1)  # [sample, layer]
+        nf = np.nanmean(r.samples["near_first_vertex"], axis=-1)  # [sample, layer]
+    k = nv.shape[1]
+
+    def stat(m: np.ndarray) -> float:
+        near, first = m[:k], m[k:]
+        conc = float((near >= MOST_ROWS).mean())
+        on_first = float(first.mean() / near.mean()) if near.mean() > 0 else 0.0
+        return min(conc, on_first)
+
+    est = boot(np.concatenate([nv, nf], axis=1), stat, seed_of(r))
+    m = np.nanmean(np.concatenate([nv, nf], axis=1), 0)
+    conc = float((m[:k] >= MOST_ROWS).mean())
+    on_first = float(m[k:].mean() / m[:k].mean()) if m[:k].mean() > 0 else 0.0
+    return Estimate(est.value, est.low, est.high, est.n, est.interval,
+                    f"{conc:.2f} of layers concentrated, {on_first:.2f} of concentrated rows on position 0",
+                    est.undetermined)

@@ -22,8 +22,9 @@ layer-metric pairs so left out (``constant Fiedler layers``, ``round-off only``)
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -36,6 +37,19 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics.graphs import ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS, SpectralReducer
 from ..types import Mode, RunOptions, check_mode
+from ..verdicts.measures import (
+    DEPTH_NULLS,
+    LAYER_SHAPES,
+    MEASURES,
+    Measure,
+    MeasureFn,
+    boot,
+    measure,
+    region_parts,
+    seed_of,
+    with_parts,
+)
+from ..verdicts.verdict import Estimate
 from .base import ModelResult, Results, each_model, register_tables, with_twin
 from .structureless import dense_attention, null_summaries, uniform_attention
 
@@ -518,3 +532,250 @@ def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int,
     r = spectra_from_summaries(record, null_summaries(result, SpectralReducer(per_head=False), make))
     r.params.update(seed=seed, null="dense graph" if graph == "dense" else "uniform attention")
     return r
+
+# ---------------------------------------------------------------------- measures the verdicts read
+# Each is registered in :data:`sinkframes.verdicts.measures.MEASURES` under the name a claim of
+# ``paper.claims`` reads; see that module for the bootstrap and the nulls.
+
+def _variant(mode: Mode) -> str:
+    return "laplacian" if mode == "faithful" else "corrected"
+
+
+_SPECTRAL_NAMES = {
+    ("faithful", "fiedler"): "laplacian/fiedler", ("corrected", "fiedler"): "corrected/lambda2",
+    ("faithful", "star"): "laplacian/star_likeness", ("corrected", "star"): "corrected/star_composite",
+    ("faithful", "centralization"): "laplacian/centralization",
+    ("corrected", "centralization"): "corrected/centralization",
+    ("faithful", "degree_variance"): "laplacian/degree_variance",
+    ("corrected", "degree_variance"): "corrected/degree_variance",
+    ("faithful", "density"): "laplacian/density", ("corrected", "density"): "corrected/density_allowed",
+}
+
+
+def _graph(r: ModelResult, mode: Mode, metric: str) -> np.ndarray:
+    """``[sample, threshold, layer]`` of ``metric`` at the paper's thresholds."""
+    from ..metrics.graphs import PAPER_THRESHOLDS
+
+    return at(r, _SPECTRAL_NAMES[(mode, metric)], PAPER_THRESHOLDS)
+
+
+def _thr_mean(x: np.ndarray) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=1)  # [sample, layer]
+
+
+@measure("spectral.star_likeness", "spectral", extra_nulls=("uniform_graph",))
+def star_likeness(r: ModelResult, mode: Mode) -> Estimate | None:
+    return boot(_thr_mean(_graph(r, mode, "star")), lambda m: float(np.nanmean(m)), seed_of(r))
+
+
+@measure("spectral.centralization", "spectral")
+def centralization(r: ModelResult, mode: Mode) -> Estimate | None:
+    return boot(_thr_mean(_graph(r, mode, "centralization")), lambda m: float(np.nanmean(m)), seed_of(r))
+
+
+def _ratio_stat(n_layers: int, combine: Callable[[dict[str, float]], float]
+                ) -> Callable[[np.ndarray], float]:
+    """Statistic of ``[threshold, layer]`` means: ``combine`` of the region means at each threshold (a
+    ratio, so that every threshold weighs the same whatever its scale), averaged over the thresholds
+    where it is defined."""
+    reg = stats.layer_regions(n_layers)
+
+    def per_threshold(m: np.ndarray) -> np.ndarray:
+        out = []
+        for row in m:
+            g = {k: float(np.nanmean(row[v])) if v else math.nan for k, v in reg.items()}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                try:
+                    out.append(float(combine(g)))
+                except ZeroDivisionError:
+                    out.append(math.nan)
+        return np.array(out)
+
+    def stat(m: np.ndarray) -> float:
+        v = per_threshold(m)
+        v = v[np.isfinite(v)]
+        return float(v.mean()) if v.size else math.nan
+
+    return stat
+
+
+def _div(a: float, b: float) -> float:
+    return a / b if b > 0 and math.isfinite(a) and math.isfinite(b) else math.nan
+
+
+def _ratio_measure(name: str, metric: str, combine: Callable[[dict[str, float]], float], what: str) -> None:
+    """A region ratio of a graph metric per paper threshold, averaged over thresholds, with the layer-order
+    null and one interval per threshold (so that a profile that reverses at some thresholds shows it)."""
+    from ..metrics.graphs import PAPER_THRESHOLDS
+
+    def shape(r: ModelResult, mode: Mode) -> tuple[np.ndarray, Callable[[np.ndarray], float]]:
+        return _graph(r, mode, metric), _ratio_stat(r.n_layers, combine)  # [sample, threshold, layer]
+
+    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+        x, stat = shape(r, mode)
+        est = boot(x, stat, seed_of(r))
+        parts: list[list[Any]] = []
+        below: list[str] = []
+        above: list[str] = []
+        for i, t in enumerate(PAPER_THRESHOLDS):
+            e = boot(x[:, i : i + 1], stat, seed_of(r) + i + 1)
+            parts.append([f"{t:g}", e.value, e.low, e.high])
+            v = float(e.value)
+            if not math.isnan(v):
+                (above if v >= 1 else below).append(f"{t:g}")
+        detail = (f"{what}, mean over thresholds of the per-threshold ratio; ratio >= 1 at t = "
+                  f"{', '.join(above) or 'none'}, < 1 at t = {', '.join(below) or 'none'}")
+        return Estimate(est.value, est.low, est.high, est.n, est.interval, detail, est.undetermined, parts)
+
+    MEASURES[name] = Measure(name, "spectral", fn, "attention", DEPTH_NULLS)
+    LAYER_SHAPES[name] = shape
+
+
+def _middle_peak(g: dict[str, float]) -> float:
+    """min(middle / early, middle / late): above 1 when the middle third peaks."""
+    return min(_div(g["middle"], g["early"]), _div(g["middle"], g["late"]))
+
+
+_ratio_measure("spectral.lambda2_peak_ratio", "fiedler", _middle_peak,
+               "min(middle / early, middle / late) of the layer-mean algebraic connectivity")
+_ratio_measure("spectral.lambda2_dip_ratio", "fiedler",
+               lambda g: min(_div(g["early"], g["middle"]), _div(g["late"], g["middle"])),
+               "min(early / middle, late / middle) of the layer-mean algebraic connectivity")
+_ratio_measure("spectral.lambda2_middle_over_early", "fiedler", lambda g: _div(g["middle"], g["early"]),
+               "middle / early layer-mean algebraic connectivity")
+_ratio_measure("spectral.lambda2_late_over_early", "fiedler", lambda g: _div(g["late"], g["early"]),
+               "late / early layer-mean algebraic connectivity")
+_ratio_measure("spectral.star_peak_ratio", "star", _middle_peak,
+               "min(middle / early, middle / late) of the layer-mean star-likeness")
+_ratio_measure("spectral.centralization_peak_ratio", "centralization", _middle_peak,
+               "min(middle / early, middle / late) of the layer-mean degree centralization")
+
+
+@measure("spectral.star_likeness_layers", "spectral", extra_nulls=("uniform_graph",))
+def star_likeness_layers(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Star-likeness per layer (mean over the paper's thresholds), one interval per layer: "above 0.53
+    across layers" is refuted by one layer below."""
+    x = _thr_mean(_graph(r, mode, "star"))  # [sample, layer]
+    parts = region_parts(x, {f"layer {i}": [i] for i in range(x.shape[1])}, seed_of(r))
+    whole = boot(x, lambda m: float(np.nanmin(m)), seed_of(r))
+    return with_parts(whole, parts, detail="the lowest layer mean is the value")
+
+
+@measure("spectral.centralization_middle_max", "spectral", extra_nulls=("random_twin",))
+def centralization_middle_max(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The largest middle-layer mean degree centralization (mean over the paper's thresholds)."""
+    x = _thr_mean(_graph(r, mode, "centralization"))  # [sample, layer]
+    mid = stats.layer_regions(r.n_layers)["middle"]
+    if not mid:
+        return None
+    return boot(x[:, mid], lambda m: float(np.nanmax(m)), seed_of(r))
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson r of two series, NaN when either is constant up to round-off (``stats.ROUNDOFF_TOL``) or
+    has fewer than three finite points."""
+    ok = ~(np.isnan(a) | np.isnan(b))
+    a, b = a[ok], b[ok]
+    if a.size < 3 or stats.constant_up_to_roundoff(a) or stats.constant_up_to_roundoff(b):
+        return math.nan
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def _layer_corr(other: str) -> MeasureFn:
+    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+        f, o = _graph(r, mode, "fiedler"), _graph(r, mode, other)  # [sample, threshold, layer]
+        x = np.concatenate([f, o], axis=1)  # [sample, 2 * threshold, layer]
+        k = f.shape[1]
+
+        def stat(m: np.ndarray) -> float:
+            rs = [_pearson(m[i], m[k + i]) for i in range(k)]
+            return float(np.nanmean(rs)) if not all(math.isnan(v) for v in rs) else math.nan
+
+        return boot(x, stat, seed_of(r))
+
+    return fn
+
+
+def _threshold_correlations(r: ModelResult, mode: Mode, other: str) -> list[tuple[float, Estimate]]:
+    """``(threshold, estimate)`` of the across-layer Fiedler-``other`` correlation at each paper threshold,
+    each interval Bonferroni-widened over the seven thresholds (each at 1 - 0.05/7)."""
+    from ..metrics.graphs import PAPER_THRESHOLDS
+
+    f, o = _graph(r, mode, "fiedler"), _graph(r, mode, other)  # [sample, threshold, layer]
+    level = 1 - 0.05 / len(PAPER_THRESHOLDS)
+    return [(t, boot(np.concatenate([f[:, i], o[:, i]], axis=1), _split_pearson(f.shape[2]), seed_of(r) + i,
+                     level=level))  # [sample, 2 * layer]
+            for i, t in enumerate(PAPER_THRESHOLDS)]
+
+
+def _corr_by_threshold(other: str) -> MeasureFn:
+    """The across-layer correlation at each paper threshold, each with its own interval (Bonferroni over
+    the seven thresholds), as parts: a sign claim is decided at the thresholds it names."""
+    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+        parts: list[list[Any]] = [[f"{t:g}", e.value, e.low if not e.undetermined else math.nan,
+                                   e.high if not e.undetermined else math.nan]
+                                  for t, e in _threshold_correlations(r, mode, other)]
+        whole = _layer_corr(other)(r, mode)
+        assert whole is not None
+        return Estimate(whole.value, whole.low, whole.high, whole.n,
+                        "per threshold: 99.3 % bootstrap over sentences (Bonferroni over 7)",
+                        "r across layers at each threshold; the value is their mean", whole.undetermined, parts)
+
+    return fn
+
+
+MEASURES["spectral.r_fiedler_centralization_by_threshold"] = Measure(
+    "spectral.r_fiedler_centralization_by_threshold", "spectral", _corr_by_threshold("centralization"))
+MEASURES["spectral.r_fiedler_degree_variance_by_threshold"] = Measure(
+    "spectral.r_fiedler_degree_variance_by_threshold", "spectral", _corr_by_threshold("degree_variance"))
+
+
+def _split_pearson(n_layers: int) -> Callable[[np.ndarray], float]:
+    """Pearson r of the two halves (``[:n_layers]``, ``[n_layers:]``) of a layer vector pair."""
+    return lambda m: _pearson(m[:n_layers], m[n_layers:])
+
+
+@measure("spectral.flip_threshold", "spectral")
+def flip_threshold(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Where the across-layer Fiedler-centralization correlation changes sign: the thresholds on either
+    side of the first change between correlations whose intervals exclude 0 (NaN: no change). The
+    seven intervals are Bonferroni-widened (each at 1 - 0.05/7), so that a sign settled at any threshold
+    is settled at 95 % jointly."""
+    from ..metrics.graphs import PAPER_THRESHOLDS
+
+    signs = []
+    parts = []
+    corr = _threshold_correlations(r, mode, "centralization")
+    for t, est in corr:
+        lo, hi = est.bounds()
+        s = 0 if est.undetermined or (lo <= 0 <= hi) else (1 if lo > 0 else -1)
+        signs.append(s)
+        parts.append(f"{t:g}: {est.text()}")
+    detail = "r across layers by threshold: " + "; ".join(parts)
+    settled = [(t, s) for t, s in zip(PAPER_THRESHOLDS, signs, strict=True) if s != 0]
+    n = corr[0][1].n  # sentences
+    for (t0, s0), (t1, s1) in zip(settled, settled[1:], strict=False):
+        if s0 != s1:
+            return Estimate(t1, t0, t1, n=n, interval="thresholds bracketing the change (Bonferroni over 7)",
+                            detail=detail)
+    if len(settled) == len(signs):
+        return Estimate(math.nan, n=n, interval="thresholds bracketing the change", detail="no change; " + detail)
+    return Estimate(math.nan, n=n, interval="thresholds bracketing the change", undetermined=True,
+                    detail=f"{len(signs) - len(settled)} of {len(signs)} correlations straddle 0; " + detail)
+
+
+@measure("spectral.largest_effective_threshold", "spectral")
+def largest_effective_threshold(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The largest paper threshold at which most layers' mean density lies in [0.05, 0.95]."""
+    from ..metrics.graphs import PAPER_THRESHOLDS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d = np.nanmean(_graph(r, mode, "density"), axis=0)  # [threshold, layer]
+    ok = ((d >= EFFECTIVE_DENSITY[0]) & (d <= EFFECTIVE_DENSITY[1])).mean(1) > 0.5  # [threshold]
+    eff = [t for t, o in zip(PAPER_THRESHOLDS, ok, strict=True) if o]
+    return Estimate(max(eff) if eff else math.nan, n=r.n_sentences, interval="none (a threshold)",
+                    detail=f"effective at t = {', '.join(f'{t:g}' for t in eff) or 'none'}")

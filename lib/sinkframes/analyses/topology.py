@@ -2,7 +2,7 @@
 
 One streamed pass per model (``extraction.summarize`` with ``TopologyReducer``) gives, per sentence and
 layer, the official notebook's numbers and the corrected Betti curves; this module aggregates them
-into the chapter's tables; ``verdicts.measures`` reads the claims' quantities from them.
+into the chapter's tables; its measures (at the end) read the claims' quantities from them.
 ``CLAIM_RULES["bos_min_consistency"]`` says when a head counts as fixed on a token.
 
 Every function takes the ``ModelResult`` of :func:`analyse_model`: its ``samples`` hold the per-sentence
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -26,6 +27,8 @@ from .. import stats
 from ..extraction import extract_attention, summarize
 from ..metrics import topology as topo
 from ..types import Mode, RunOptions
+from ..verdicts.measures import BOOT, boot, measure, region_stat, regions_in, seed_of, shape_measure
+from ..verdicts.verdict import Estimate
 from .base import ModelResult, Results, each_model, register_tables, with_twin
 from .structureless import null_summaries
 
@@ -463,3 +466,180 @@ def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int,
         cut = null_summaries(shadow, topo.TopologyReducer(max_tokens=max_tokens))
         r = with_faithful_from(r, from_summaries(record, cut_tokens, cut, max_tokens=max_tokens))
     return r
+
+# ---------------------------------------------------------------------- measures the verdicts read
+# Each is registered in :data:`sinkframes.verdicts.measures.MEASURES` under the name a claim of
+# ``paper.claims`` reads; see that module for the bootstrap and the nulls.
+
+def _topo_layers(r: ModelResult, mode: Mode, name: str) -> tuple[np.ndarray, list[int]]:
+    """``([sample, layer], layers)``: a faithful field on the official layers or a corrected curve
+    averaged over the paper's thresholds on every layer."""
+    from ..metrics import topology as topo
+
+    if mode == "faithful":
+        layers = analysed_layers(r)
+        return faithful_field(r, name)[:, layers], layers  # [sample, analysed layer]
+    if name in ("betti0", "betti1"):
+        ks = [int(np.argmin(np.abs(topo.CURVE_THRESHOLDS - t))) for t in topo.PAPER_THRESHOLDS]
+        return r.samples[name][:, :, ks].mean(2), list(range(r.n_layers))
+    return r.samples[name], list(range(r.n_layers))
+
+
+_TOPO_NAMES = {"persistence": ("dim0_avg", "total_persistence0"), "betti1": ("betti1", "betti1"),
+               "betti0": ("betti0", "betti0"), "h1": ("betti1", "h1_bars")}
+
+
+def _topo(r: ModelResult, mode: Mode, what: str) -> tuple[np.ndarray, list[int]]:
+    faithful, corrected = _TOPO_NAMES[what]
+    return _topo_layers(r, mode, faithful if mode == "faithful" else corrected)
+
+
+@measure("topology.betti1_max", "topology")
+def betti1_max(r: ModelResult, mode: Mode) -> Estimate | None:
+    x, _ = _topo(r, mode, "betti1")
+    return boot(x, lambda m: float(np.nanmax(m)), seed_of(r))
+
+
+@measure("topology.betti0_range", "topology")
+def betti0_range(r: ModelResult, mode: Mode) -> Estimate | None:
+    x, _ = _topo(r, mode, "betti0")
+    return boot(x, lambda m: float(np.nanmax(m) - np.nanmin(m)), seed_of(r))
+
+
+def _late_minus_early(what: str) -> Callable[[ModelResult, Mode], tuple[np.ndarray, Callable[[np.ndarray], float]]]:
+    def shape(r: ModelResult, mode: Mode) -> tuple[np.ndarray, Callable[[np.ndarray], float]]:
+        x, layers = _topo(r, mode, what)
+        return x, region_stat(layers, r.n_layers, lambda g: g["late"] - g["early"])
+
+    return shape
+
+
+shape_measure("topology.persistence_late_minus_early", "topology")(_late_minus_early("persistence"))
+shape_measure("topology.betti1_late_minus_early", "topology")(_late_minus_early("h1"))
+
+
+@measure("topology.betti1_early", "topology")
+def betti1_early(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Mean H1 count of the early third of the layers."""
+    x, layers = _topo(r, mode, "h1")
+    early = regions_in(layers, r.n_layers)["early"]
+    if not early:
+        return None
+    return boot(x[:, early], lambda m: float(np.nanmean(m)), seed_of(r))
+
+
+def _head_shares(r: ModelResult, mode: Mode) -> tuple[float, float, int]:
+    """Shares of heads (official analysed layers) fixed on the first and on the last token."""
+
+    spec = head_specialization(r)
+    if mode == "faithful":  # the official rule: the same token string at the argmax in every sentence
+        full = spec["faithful consistency"] >= 1.0
+        toks = r.data.get("faithful_tokens", r.data["tokens"])  # encoders: the officially truncated texts
+        first_tok = {t[0] for t in toks if t}
+        last_tok = {t[-1] for t in toks if t}
+        first = float((full & spec["faithful token"].isin(first_tok)).mean())
+        last = float((full & spec["faithful token"].isin(last_tok)).mean())
+    else:
+        strong = spec["position consistency"] >= CLAIM_RULES["bos_min_consistency"]
+        first = float((strong & (spec["position"] == "first")).mean())
+        last = float((strong & (spec["position"] == "last")).mean())
+    return first, last, len(spec)
+
+
+def _position_hits(r: ModelResult, layers: list[int], where: str) -> np.ndarray:
+    """``[sample, head]`` 1 where a head's most-received key (corrected) is the first (``where="first"``)
+    or the last token of the sentence, over the heads of ``layers``."""
+    top = r.samples["corrected_top"][:, layers]  # [sample, layer, head]
+    n = np.asarray(r.samples["n_tokens"]).astype(int).reshape(-1, 1, 1)
+    hit = top == 0 if where == "first" else top == n - 1
+    return hit.reshape(top.shape[0], -1).astype(float)
+
+
+def _fixed_share(min_consistency: float) -> Callable[[np.ndarray], float]:
+    return lambda m: float(np.mean(m >= min_consistency - 1e-12))
+
+
+@measure("topology.first_token_heads", "topology")
+def first_token_heads(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Share of heads (official analysed layers) fixed on the first token; corrected: in at least 90 % of
+    sentences, with a bootstrap interval over sentences (the official rule has none)."""
+    if mode == "faithful":
+        first, _, n = _head_shares(r, mode)
+        return Estimate(first, n=n, interval="none (share of heads, official rule)",
+                        detail=f"{n} heads of the official layers")
+
+    x = _position_hits(r, analysed_layers(r), "first")
+    est = boot(x, _fixed_share(CLAIM_RULES["bos_min_consistency"]), seed_of(r))
+    return Estimate(est.value, est.low, est.high, est.n, est.interval, f"{x.shape[1]} heads of the official layers",
+                    est.undetermined)
+
+
+@measure("topology.end_anchor_regions", "topology")
+def end_anchor_regions(r: ModelResult, mode: Mode) -> Estimate | None:
+    """App. H's bipolar pattern as printed: the share of early-layer heads fixed on the first token and the
+    share of middle- and late-layer heads fixed on the last token, each a part with its interval
+    (corrected; the official rule keeps no per-sentence positions)."""
+    if mode == "faithful":
+        return None
+
+    reg = stats.layer_regions(r.n_layers)
+    stat = _fixed_share(CLAIM_RULES["bos_min_consistency"])
+    parts: list[list[Any]] = []
+    for k, (label, layers, where) in enumerate((("early: first token", reg["early"], "first"),
+                                                ("middle and late: last token", reg["middle"] + reg["late"], "last"))):
+        if not layers:
+            continue
+        e = boot(_position_hits(r, layers, where), stat, seed_of(r) + k)
+        parts.append([label, e.value, e.low, e.high])
+    if not parts:
+        return None
+    return Estimate(min(float(p[1]) for p in parts), min(float(p[2]) for p in parts),
+                    max(float(p[3]) for p in parts), r.n_sentences, BOOT + "; one interval per part",
+                    "the smaller share is the value", parts=parts)
+
+
+@measure("topology.the_heads", "topology")
+def the_heads(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Share of heads (official layers) whose official specialized token is the word "the" (any case,
+    with or without a leading space marker), as App. J counts it; the official rule has no interval."""
+
+    spec = head_specialization(r)
+    col = "faithful token" if mode == "faithful" else "token"
+    words = spec[col].astype(str).str.replace("\u0120", "", regex=False).str.replace("\u2581", "", regex=False)
+    share = float((words.str.strip().str.lower() == "the").mean())
+    return Estimate(share, n=len(spec), interval="none (share of heads)", detail=f"{len(spec)} heads")
+
+
+@measure("topology.common_word_heads", "topology")
+def common_word_heads(r: ModelResult, mode: Mode) -> Estimate | None:
+    """Share of heads (official layers) whose specialized token is the most common one among the heads that do
+    not fix on a position-0 token (the sentences' first tokens, BOS included): App. F's "specialization on common
+    linguistic elements rather than BOS". The token is read by the official rule (faithful) or the corrected one;
+    a share of heads, so no interval."""
+
+    spec = head_specialization(r)
+    col = "faithful token" if mode == "faithful" else "token"
+    toks = r.data.get("faithful_tokens", r.data["tokens"]) if mode == "faithful" else r.data["tokens"]
+    first = {t[0] for t in toks if t}
+    words = spec.loc[~spec[col].isin(first), col]
+    if words.empty:
+        return Estimate(0.0, n=len(spec), interval="none (share of heads)",
+                        detail=f"every one of {len(spec)} heads fixes on a first token")
+    word, count = words.value_counts().index[0], int(words.value_counts().iloc[0])
+    return Estimate(count / len(spec), n=len(spec), interval="none (share of heads)",
+                    detail=f"{count} of {len(spec)} heads on {word!r}")
+
+
+@measure("topology.specialized_heads", "topology")
+def specialized_heads(r: ModelResult, mode: Mode) -> Estimate | None:
+    """How many heads (official analysed layers) are "specialized" by the official report's rule: the same
+    token at the head's argmax in at least 30 % of at least 5 sentences (App. J counts them per size). The
+    token is read by the official argmax (faithful) or the corrected one; a count of heads, so no interval."""
+    from ..metrics import topology as topo
+
+    spec = head_specialization(r)
+    col = "faithful consistency" if mode == "faithful" else "token consistency"
+    enough = r.n_sentences >= topo.SPECIALIZED_MIN_SAMPLES
+    count = int(enough and (spec[col] >= topo.SPECIALIZED_MIN_CONSISTENCY).sum())
+    return Estimate(float(count), n=len(spec), interval="none (a count of heads)",
+                    detail=f"of {len(spec)} heads of the official layers")

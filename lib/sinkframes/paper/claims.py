@@ -9,8 +9,9 @@ each of the paper's parts to the notebook that produced it). One :class:`Claim` 
   ``encoders`` or ``all``. A model is tested against the claims of the family and frame type the paper
   assigns to its architecture (``models.registry.FAMILIES``), never against the frame type its own
   attention happens to show.
-- ``measure`` names the quantity (``verdicts.measures``) and ``rule``/``params`` the decision
-  (``verdicts.rules``); ``why`` says why the threshold is what it is, ``null`` what structureless input
+- ``measure`` names the quantity (declared at the end of its analysis module, ``analyses/<prefix>.py``;
+  ``softmax.`` in ``softmax_geometry``, ``values.`` in ``geometry_values``) and ``rule``/``params`` the
+  decision (``verdicts.rules``); ``why`` says why the threshold is what it is, ``null`` what structureless input
   it must beat. A new or changed rule is committed before the page that evaluates it is executed, and
   every page names the registry commit it was decided with. Where the book adds a tolerance to a printed
   value, ``bare`` holds the rule's parameters without it and ``tolerance`` says why it is what it is, so
@@ -80,7 +81,7 @@ class Claim:
     printed: str  # the paper's value(s), as printed
     notebook: str  # the official notebook that produced it ("" if none)
     page: str = ""  # the book page (manifest id) that tests it
-    measure: str = ""  # verdicts.measures name
+    measure: str = ""  # a measure name (see the module docstring for where it is declared)
     rule: str = ""  # verdicts.rules name
     params: Mapping[str, Any] = field(default_factory=dict)
     why: str = ""  # why the rule's threshold is what it is

@@ -31,7 +31,7 @@ from ..paper import CLAIMS, Claim
 from ..paper.claims import FRAME_BY_FAMILY
 from ..types import Mode
 from .evaluate import _null_name, _Nulls
-from .measures import MEASURES
+from .measures import registered
 from .rules import decide_all
 from .verdict import NOT_EVALUATED, QUESTIONS, SUPPORTED, Estimate, Verdict
 
@@ -168,7 +168,7 @@ def members_of(claim: Claim, results: Sequence[ModelResult]) -> list[tuple[str, 
     """``(group, result)`` of every result that enters ``claim``'s comparison: by frame type, the results of
     those frame types in the groups' order; by size, the family's sizes (one result each), smallest first."""
     spec = claim.compares
-    analysis = MEASURES[str(spec["measure"])].analysis
+    analysis = registered()[str(spec["measure"])].analysis
     mine = [r for r in results if r.analysis == analysis]
     if spec["by"] == "frame":
         groups = list(spec["groups"])
@@ -259,7 +259,7 @@ def relabeled(members: Sequence[Member], compare: ComparisonFn, seed: int = 0) -
 def _nulls(claim: Claim, members: Sequence[tuple[str, ModelResult]], mode: Mode, own: list[Member]
            ) -> list[tuple[str, Estimate | None]]:
     """The comparison on each kind of the per-model measure's null, and on the models relabeled."""
-    m = MEASURES[str(claim.compares["measure"])]
+    m = registered()[str(claim.compares["measure"])]
     compare = COMPARISONS[claim.measure]
     runners = {r.ref: _Nulls(r) for _, r in members}
     out: list[tuple[str, Estimate | None]] = []
@@ -293,7 +293,7 @@ def evaluate_claim(claim: Claim, results: Sequence[ModelResult]) -> list[Verdict
         ran = ", ".join(r.ref for _, r in members) or "none"
         return [Verdict(claim.id, claim.subject, q, NOT_EVALUATED, reason=f"{needs(claim)}; ran here: {ran}",
                         extra={"models": [r.ref for _, r in members]}) for q in QUESTIONS]
-    m = MEASURES[str(claim.compares["measure"])]
+    m = registered()[str(claim.compares["measure"])]
     out = []
     for question, mode in QUESTIONS.items():
         own = _measured(members, lambda r, md=mode: m.fn(r, md))  # type: ignore[misc]

@@ -9,7 +9,7 @@ from typing import Any
 from ..analyses.base import TWIN, ModelResult
 from ..paper import Claim, claims_for
 from ..types import Mode
-from .measures import MEASURES, NULLS, Measure, layer_order_null
+from .measures import NULLS, Measure, layer_order_null, registered
 from .nulls import null_result
 from .rules import apply, decide_all
 from .verdict import NOT_EVALUATED, QUESTIONS, SUPPORTED, Estimate, Verdict
@@ -24,7 +24,7 @@ def claims_of(result: ModelResult) -> list[Claim]:
     rec = result.record
     return [
         c for c in claims_for(str(rec["family"]), str(rec["paper_frame"]), bool(rec["causal"]))
-        if c.testable and not c.compares and MEASURES[c.measure].analysis == result.analysis
+        if c.testable and not c.compares and registered()[c.measure].analysis == result.analysis
     ]
 
 
@@ -92,7 +92,7 @@ def evaluate_model(result: ModelResult) -> list[Verdict]:
     nulls = _Nulls(result)
     out = []
     for claim in claims_of(result):
-        m = MEASURES[claim.measure]
+        m = registered()[claim.measure]
         for question, mode in QUESTIONS.items():
             est = m.fn(result, mode)  # type: ignore[arg-type]
             if est is None:
