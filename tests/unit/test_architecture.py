@@ -90,3 +90,22 @@ def test_each_analysis_declares_its_own_measures():
         prefix = name.split(".")[0]
         declared = rf'(?i:measure)\(\s*"{re.escape(name)}"|MEASURES\["{re.escape(name)}"\]'
         assert _where(declared) == [f"analyses/{module_of.get(prefix, prefix)}.py"], name
+
+
+def test_result_keys_are_spelled_by_their_producers_alone():
+    """Per-sentence result keys come from one function per producer, which refuses an unknown name, so that a
+    reader greps the function, not an f-string."""
+    from sinkframes.metrics.graphs import graph_key
+    from sinkframes.metrics.information import removal_key
+    from sinkframes.metrics.rmt import rmt_key
+
+    assert graph_key("corrected", "lambda2") == "corrected/lambda2"
+    assert removal_key("p90", "reduction", "faithful") == "p90/faithful/reduction"
+    assert removal_key("p80", "mass_first4") == "p80/mass_first4"
+    assert rmt_key("corrected", "relative_gap") == "corrected/relative_gap"
+    for bad in (lambda: graph_key("fiedler", "lambda2"), lambda: removal_key("p90", "reduction"),
+                lambda: removal_key("p42", "n_sinks"), lambda: rmt_key("faithful", "relative_gap")):
+        with pytest.raises(KeyError):
+            bad()
+    assembled = r'f"(\{(rule|variant|mode)\}|corrected|laplacian|fiedler|faithful|head|p\d+)/'
+    assert _where(assembled) == ["metrics/graphs.py", "metrics/information.py", "metrics/rmt.py"]

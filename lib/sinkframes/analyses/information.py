@@ -80,11 +80,11 @@ def layer_table(samples: Mapping[str, np.ndarray], mode: Mode, rule: str, seed: 
     reduction per layer with Holm correction across layers, and sink mass from all heads.
     """
     mode = check_mode(mode)
-    red = samples[f"{rule}/{mode}/reduction"]  # [sample, layer]
-    before = samples[f"{rule}/{mode}/before"]  # [sample, layer]
-    mass = samples[f"{rule}/mass_first4" if mode == "faithful" else f"{rule}/mass_all_heads"]  # [sample, layer]
-    nsink = samples[f"{rule}/n_sinks"]  # [sample, layer]
-    first = samples[f"{rule}/has_first"]  # [sample, layer]
+    red = samples[inf.removal_key(rule, "reduction", mode)]  # [sample, layer]
+    before = samples[inf.removal_key(rule, "before", mode)]  # [sample, layer]
+    mass = samples[inf.removal_key(rule, "mass_first4" if mode == "faithful" else "mass_all_heads")]  # [sample, layer]
+    nsink = samples[inf.removal_key(rule, "n_sinks")]  # [sample, layer]
+    first = samples[inf.removal_key(rule, "has_first")]  # [sample, layer]
     n_layers = red.shape[1]
     rows = []
     if mode == "faithful":
@@ -122,8 +122,8 @@ def layer_table(samples: Mapping[str, np.ndarray], mode: Mode, rule: str, seed: 
 def region_table(samples: Mapping[str, np.ndarray], rule: str, seed: int = 0) -> pd.DataFrame:
     """Corrected KL reduction and sink mass averaged over the layers of each region (thirds,
     ``stats.layer_regions``) per sentence, with bootstrap intervals over sentences."""
-    red = samples[f"{rule}/corrected/reduction"]  # [sample, layer]
-    mass = samples[f"{rule}/mass_all_heads"]  # [sample, layer]
+    red = samples[inf.removal_key(rule, "reduction", "corrected")]  # [sample, layer]
+    mass = samples[inf.removal_key(rule, "mass_all_heads")]  # [sample, layer]
     rows = []
     for region, layers in stats.layer_regions(red.shape[1]).items():
         if not layers:
@@ -329,7 +329,7 @@ def _kl(r: ModelResult, mode: Mode) -> tuple[np.ndarray, list[int]]:
     """``([sample, layer], layers)``: the KL reduction under ``mode`` on the layers that mode analyses."""
     from ..metrics.information import official_layers
 
-    red = r.samples[f"p90/{mode}/reduction"]  # [sample, layer]
+    red = r.samples[inf.removal_key("p90", "reduction", mode)]  # [sample, layer]
     layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
     return red[:, layers], layers
 
@@ -337,7 +337,7 @@ def _kl(r: ModelResult, mode: Mode) -> tuple[np.ndarray, list[int]]:
 def _mass(r: ModelResult, mode: Mode) -> tuple[np.ndarray, list[int]]:
     from ..metrics.information import official_layers
 
-    key = "p90/mass_first4" if mode == "faithful" else "p90/mass_all_heads"
+    key = inf.removal_key("p90", "mass_first4" if mode == "faithful" else "mass_all_heads")
     layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
     return r.samples[key][:, layers], layers
 
@@ -401,7 +401,7 @@ def kl_early_drop_p80_p95(r: ModelResult, mode: Mode) -> Estimate | None:
 
     layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
     early = regions_in(layers, r.n_layers)["early"]
-    keys = [f"p80/{mode}/reduction", f"p95/{mode}/reduction"]
+    keys = [inf.removal_key("p80", "reduction", mode), inf.removal_key("p95", "reduction", mode)]
     if not all(k in r.samples for k in keys) or not early:
         return None
     a = r.samples[keys[0]][:, layers][:, early]  # [sample, early layer]
@@ -435,7 +435,7 @@ def kl_argmin_layer(r: ModelResult, mode: Mode) -> Estimate | None:
 def _mass_at(r: ModelResult, mode: Mode, rule: str) -> tuple[np.ndarray, list[int]]:
     from ..metrics.information import official_layers
 
-    key = f"{rule}/mass_first4" if mode == "faithful" else f"{rule}/mass_all_heads"
+    key = inf.removal_key(rule, "mass_first4" if mode == "faithful" else "mass_all_heads")
     layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
     return r.samples[key][:, layers], layers
 

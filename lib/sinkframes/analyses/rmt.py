@@ -84,13 +84,14 @@ def from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tenso
         raise ValueError("no samples to aggregate")
     faithful = torch.stack([s["faithful"] for s in summaries]).numpy()  # [sample, layer, metric]
     corrected = torch.stack([s["corrected"] for s in summaries]).numpy()  # [sample, layer, head, metric]
-    samples: dict[str, np.ndarray] = {f"faithful/{m}": faithful[..., i] for i, m in enumerate(rmt.FAITHFUL_METRICS)}
-    samples.update({f"corrected/{m}": corrected[..., i] for i, m in enumerate(rmt.CORRECTED_METRICS)})
+    samples: dict[str, np.ndarray] = {rmt.rmt_key("faithful", m): faithful[..., i]
+                                      for i, m in enumerate(rmt.FAITHFUL_METRICS)}
+    samples.update({rmt.rmt_key("corrected", m): corrected[..., i] for i, m in enumerate(rmt.CORRECTED_METRICS)})
     samples["first_token_share"] = torch.stack([s["first_token_share"] for s in summaries]).numpy()
     samples["n_tokens"] = np.array([int(s["n_tokens"]) for s in summaries])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        heads = {m: np.nanmean(_finite(samples[f"corrected/{m}"]), 0) for m in rmt.CORRECTED_METRICS}
+        heads = {m: np.nanmean(_finite(samples[rmt.rmt_key("corrected", m)]), 0) for m in rmt.CORRECTED_METRICS}
         heads["first_token_share"] = np.nanmean(samples["first_token_share"], 0)
     ms = ModelResult(analysis=ANALYSIS, record=record, n_sentences=len(summaries), heads=heads, samples=samples,
                      params={"seed": 0})
@@ -139,7 +140,7 @@ def _corrected_layers(ms: ModelResult) -> pd.DataFrame:
         for layer in range(ms.n_layers):
             row: dict[str, Any] = {"layer": layer}
             for m in ("first_token_share", *CORRECTED_SHOWN):
-                key = m if m == "first_token_share" else f"corrected/{m}"
+                key = m if m == "first_token_share" else rmt.rmt_key("corrected", m)
                 per_sample = np.nanmean(_finite(ms.samples[key][:, layer]), -1)  # [sample]
                 seed = int(ms.params.get("seed", 0))
                 row[m], row[f"{m}_lo"], row[f"{m}_hi"] = stats.bootstrap_ci(per_sample, seed=seed)
@@ -156,7 +157,7 @@ def faithful_layers(ms: ModelResult) -> pd.DataFrame:
         for layer in range(ms.n_layers):
             row: dict[str, Any] = {"layer": layer}
             for m in rmt.FAITHFUL_METRICS:
-                v = ms.samples[f"faithful/{m}"][:, layer]
+                v = ms.samples[rmt.rmt_key("faithful", m)][:, layer]
                 ok = v[np.isfinite(v)]
                 row[m] = float(ok.mean()) if ok.size else float("nan")
                 row[f"{m}_std"] = float(ok.std(ddof=0)) if ok.size else float("nan")
@@ -182,7 +183,7 @@ def model_summary(results: Sequence[ModelResult], mode: Mode, labels: Sequence[s
             fl = faithful_layers(ms)
             for m in rmt.FAITHFUL_METRICS:
                 row[m] = float(stats.nanmean(fl[m].to_numpy()))
-            v = ms.samples["faithful/marchenko_pastur_kl"]
+            v = ms.samples[rmt.rmt_key("faithful", "marchenko_pastur_kl")]
             row["mp_kl_infinite_%"] = 100.0 * float(np.mean(np.isinf(v)))
         else:
             for m in CORRECTED_SHOWN:
@@ -406,7 +407,7 @@ def gap_trajectory(series: Series, mode: Mode) -> pd.DataFrame:
                 v = float(np.nanmean(faithful_layers(ms)["spectral_gap"]))
                 rows.append({"checkpoint": name, "gap": v, "lo": v, "hi": v})
             else:
-                per = np.nanmean(_finite(ms.samples["corrected/relative_gap"]), axis=(1, 2))  # [sample]
+                per = np.nanmean(_finite(ms.samples[rmt.rmt_key("corrected", "relative_gap")]), axis=(1, 2))  # [sample]
                 m, lo, hi = stats.bootstrap_ci(per, seed=series.seed)
                 rows.append({"checkpoint": name, "gap": m, "lo": lo, "hi": hi})
     return pd.DataFrame(rows)
@@ -542,7 +543,7 @@ def gap_change(r: ModelResult, mode: Mode) -> Estimate | None:
         return Estimate(b - a, n=r.n_sentences, interval="none (the official comparison has none)",
                         detail=f"{order[-1]} minus {order[0]} (official order)", undetermined=math.isnan(b - a))
     order = rmt.step_order(named)
-    first, last = (named[k][1].samples["corrected/relative_gap"] for k in (order[0], order[-1]))
+    first, last = (named[k][1].samples[rmt.rmt_key("corrected", "relative_gap")] for k in (order[0], order[-1]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         per = (np.nanmean(np.where(np.isfinite(last), last, np.nan), axis=(1, 2))

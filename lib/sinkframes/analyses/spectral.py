@@ -35,7 +35,14 @@ from scipy import stats as sps
 
 from .. import stats
 from ..extraction import summarize
-from ..metrics.graphs import ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS, SpectralReducer
+from ..metrics.graphs import (
+    ALL_THRESHOLDS,
+    FIEDLER_NOTEBOOK_THRESHOLDS,
+    PAPER_THRESHOLDS,
+    GraphVariant,
+    SpectralReducer,
+    graph_key,
+)
 from ..types import Mode, RunOptions, check_mode
 from ..verdicts.measures import (
     DEPTH_NULLS,
@@ -86,10 +93,10 @@ def _head_means(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def _layer_means(ms: ModelResult) -> pd.DataFrame:
     """One row per layer: the corrected metrics' means over sentences at each paper threshold (``<metric>@<t>``)."""
-    present = [m for m in LAYER_METRICS if f"corrected/{m}" in ms.samples]
+    present = [m for m in LAYER_METRICS if graph_key("corrected", m) in ms.samples]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # undefined in every sentence: NaN
-        means = {m: np.nanmean(at(ms, f"corrected/{m}", PAPER_THRESHOLDS), 0) for m in present}  # [t, layer]
+        means = {m: np.nanmean(at(ms, graph_key("corrected", m), PAPER_THRESHOLDS), 0) for m in present}  # [t, layer]
     return pd.DataFrame({"layer": range(ms.n_layers),
                          **{f"{m}@{t:g}": means[m][i] for m in present for i, t in enumerate(PAPER_THRESHOLDS)}})
 
@@ -161,7 +168,7 @@ def layer_table(ms: ModelResult, metrics: Sequence[str], thresholds: Sequence[fl
     regions = stats.layer_regions(L)
     region = {layer: r for r, ls in regions.items() for layer in ls}
     for metric in metrics:
-        x = at(ms, f"corrected/{metric}", thresholds)  # [sample, t, layer]
+        x = at(ms, graph_key("corrected", metric), thresholds)  # [sample, t, layer]
         mean, lo, hi = stats.bootstrap_mean_ci_columns(x.reshape(x.shape[0], -1), n_boot=n_boot, seed=seed)
         shape = x.shape[1:]
         for (ti, layer), m, a, b in zip(np.ndindex(*shape), mean, lo, hi, strict=True):
@@ -200,7 +207,7 @@ def region_peaks(ms: ModelResult, metric: str, thresholds: Sequence[float] = PAP
     1"); the registry's claims, not this table, give the verdicts. The mirror image, a U shape, uses the dip factor
     ``max(middle/early, middle/late)``: "middle dip" only when its whole interval lies below 1.
     """
-    x = at(ms, f"corrected/{metric}", thresholds)  # [sample, t, layer]
+    x = at(ms, graph_key("corrected", metric), thresholds)  # [sample, t, layer]
     S = x.shape[0]
     counts = stats.bootstrap_counts(S, n_boot, seed)  # [boot, sample]
     boot = (counts @ np.nan_to_num(x.reshape(S, -1)) / S).reshape(n_boot, *x.shape[1:])  # [boot, t, layer]
@@ -256,12 +263,12 @@ def fiedler_correlations(ms: ModelResult, thresholds: Sequence[float] = PAPER_TH
     one-way stars) while the metric varies: no correlation is computed there, since it would correlate
     the eigensolver's round-off, and the median leaves them out.
     """
-    lam = at(ms, "corrected/lambda2", thresholds)  # [sample, t, layer]
+    lam = at(ms, graph_key("corrected", "lambda2"), thresholds)  # [sample, t, layer]
     S = lam.shape[0]
     counts = stats.bootstrap_counts(S, n_boot, seed)  # [boot, sample]
     rows = []
     for name, metric in CORRECTED_CORRELATED.items():
-        m = at(ms, f"corrected/{metric}", thresholds)
+        m = at(ms, graph_key("corrected", metric), thresholds)
         r_layers = _pearson_rows(np.nanmean(m, 0), np.nanmean(lam, 0))  # [t]
         bm = np.einsum("bs,stl->btl", counts, np.nan_to_num(m)) / S
         bl = np.einsum("bs,stl->btl", counts, np.nan_to_num(lam)) / S
@@ -323,10 +330,10 @@ def faithful_laplacian(ms: ModelResult, thresholds: Sequence[float] = PAPER_THRE
     while the metric varies: no r here, and the notebook's own r there correlates round-off).
     """
     L = ms.n_layers
-    dens = at(ms, "laplacian/density", thresholds)  # [sample, t, layer]
+    dens = at(ms, graph_key("laplacian", "density"), thresholds)  # [sample, t, layer]
     gate = laplacian_gate(dens, L)
     metrics = ("fiedler", "spectral_gap", "star_likeness", "gini", "centralization", "degree_variance")
-    gated = {m: np.where(gate, at(ms, f"laplacian/{m}", thresholds), np.nan) for m in metrics}
+    gated = {m: np.where(gate, at(ms, graph_key("laplacian", m), thresholds), np.nan) for m in metrics}
     with np.errstate(invalid="ignore"):
         means = {m: np.nanmean(v, 0) for m, v in gated.items()}  # [t, layer]
     rows = []
@@ -399,13 +406,14 @@ def faithful_fiedler(ms: ModelResult, thresholds: Sequence[float] = FIEDLER_NOTE
     where the notebook's own mean also takes in the round-off correlations.
     """
     L = ms.n_layers
-    fied = at(ms, "fiedler/fiedler", thresholds)  # [sample, t, layer]
+    fied = at(ms, graph_key("fiedler", "fiedler"), thresholds)  # [sample, t, layer]
     # an empty graph's 0 is exact in the notebook too (no eigensolver): a series of those is skipped there
-    empty = at(ms, "fiedler/error", thresholds) > 0 if "fiedler/error" in ms.samples else np.zeros(fied.shape, bool)
+    error = graph_key("fiedler", "error")
+    empty = at(ms, error, thresholds) > 0 if error in ms.samples else np.zeros(fied.shape, bool)
     rows = []
     for name, key in (("star_likeness", "star_likeness"), ("centralization", "centralization"),
                       ("degree_variance", "degree_variance"), ("density", "density")):
-        vals = at(ms, f"fiedler/{key}", thresholds)
+        vals = at(ms, graph_key("fiedler", key), thresholds)
         for i, t in enumerate(thresholds):
             rs, ps = [], []
             roundoff = 0
@@ -453,12 +461,12 @@ def faithful_vs_corrected(ms: ModelResult, faithful: dict[str, pd.DataFrame],
             cc = corr[(corr.metric == "centralization") & (corr.threshold == t)].iloc[0]
             row.update({
                 "Fiedler (faithful)": float(np.nanmean(lay["fiedler"])),
-                "lambda2 (corrected)": float(np.nanmean(at(ms, "corrected/lambda2", [t]))),
-                "lambda2 / n (corrected)": float(np.nanmean(at(ms, "corrected/lambda2_norm", [t]))),
+                "lambda2 (corrected)": float(np.nanmean(at(ms, graph_key("corrected", "lambda2"), [t]))),
+                "lambda2 / n (corrected)": float(np.nanmean(at(ms, graph_key("corrected", "lambda2_norm"), [t]))),
                 "middle peak (faithful)": reg["peak factor (official trend lists)"],
                 "middle peak (corrected)": pk["peak factor"],
                 "star-likeness composite (faithful)": float(np.nanmean(lay["star_likeness"])),
-                "star-likeness basic (corrected)": float(np.nanmean(at(ms, "corrected/star_basic", [t]))),
+                "star-likeness basic (corrected)": float(np.nanmean(at(ms, graph_key("corrected", "star_basic"), [t]))),
                 "r(Fiedler, centralization) across layers (faithful)": cor["r across layers (faithful)"],
                 "r(lambda2, centralization) across layers (corrected)": cc["r across layers"],
             })
@@ -541,14 +549,15 @@ def _variant(mode: Mode) -> str:
     return "laplacian" if mode == "faithful" else "corrected"
 
 
-_SPECTRAL_NAMES = {
-    ("faithful", "fiedler"): "laplacian/fiedler", ("corrected", "fiedler"): "corrected/lambda2",
-    ("faithful", "star"): "laplacian/star_likeness", ("corrected", "star"): "corrected/star_composite",
-    ("faithful", "centralization"): "laplacian/centralization",
-    ("corrected", "centralization"): "corrected/centralization",
-    ("faithful", "degree_variance"): "laplacian/degree_variance",
-    ("corrected", "degree_variance"): "corrected/degree_variance",
-    ("faithful", "density"): "laplacian/density", ("corrected", "density"): "corrected/density_allowed",
+#: the graph metric each measure reads, per mode: the faithful variant is ``laplacian.ipynb``'s
+_SPECTRAL_NAMES: dict[tuple[Mode, str], tuple[GraphVariant, str]] = {
+    ("faithful", "fiedler"): ("laplacian", "fiedler"), ("corrected", "fiedler"): ("corrected", "lambda2"),
+    ("faithful", "star"): ("laplacian", "star_likeness"), ("corrected", "star"): ("corrected", "star_composite"),
+    ("faithful", "centralization"): ("laplacian", "centralization"),
+    ("corrected", "centralization"): ("corrected", "centralization"),
+    ("faithful", "degree_variance"): ("laplacian", "degree_variance"),
+    ("corrected", "degree_variance"): ("corrected", "degree_variance"),
+    ("faithful", "density"): ("laplacian", "density"), ("corrected", "density"): ("corrected", "density_allowed"),
 }
 
 
@@ -556,7 +565,7 @@ def _graph(r: ModelResult, mode: Mode, metric: str) -> np.ndarray:
     """``[sample, threshold, layer]`` of ``metric`` at the paper's thresholds."""
     from ..metrics.graphs import PAPER_THRESHOLDS
 
-    return at(r, _SPECTRAL_NAMES[(mode, metric)], PAPER_THRESHOLDS)
+    return at(r, graph_key(*_SPECTRAL_NAMES[(mode, metric)]), PAPER_THRESHOLDS)
 
 
 def _thr_mean(x: np.ndarray) -> np.ndarray:

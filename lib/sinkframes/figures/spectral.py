@@ -12,7 +12,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from ..analyses import spectral as sp
-from ..metrics.graphs import PAPER_THRESHOLDS
+from ..metrics.graphs import PAPER_THRESHOLDS, graph_key
 from .heatmap import heatmap
 from .style import COLUMN_IN, _style, finish, model_colour
 
@@ -48,7 +48,7 @@ def threshold_sweeps(models: Sequence[ModelResult],
         L = ms.n_layers
         for c, metric in enumerate(metrics):
             ax = axes[r, c]
-            y = np.nanmean(sp.at(ms, f"corrected/{metric}", PAPER_THRESHOLDS), 0)  # [t, layer]
+            y = np.nanmean(sp.at(ms, graph_key("corrected", metric), PAPER_THRESHOLDS), 0)  # [t, layer]
             for layer in range(L):
                 ax.plot(PAPER_THRESHOLDS, y[:, layer], color=cmap(layer / max(1, L - 1)), lw=1, alpha=0.85)
             ax.set_xscale("log")
@@ -124,7 +124,7 @@ def faithful_vs_corrected(tab: sp.SpectralTables, threshold: float = 0.01) -> Fi
         depth = np.arange(L) / max(1, L - 1)
         g = lay[lay.threshold == threshold].sort_values("layer")
         ax.plot(depth, g["fiedler"], marker="s", ms=3, label="faithful (laplacian.ipynb)")
-        ax.plot(depth, np.nanmean(sp.at(ms, "corrected/lambda2", [threshold]), 0)[0], marker="o", ms=3,
+        ax.plot(depth, np.nanmean(sp.at(ms, graph_key("corrected", "lambda2"), [threshold]), 0)[0], marker="o", ms=3,
                 label="corrected")
         ax.set_title(f"{ms.ref}, t = {threshold:g}", fontsize=10)
         ax.set_xlabel("relative depth")

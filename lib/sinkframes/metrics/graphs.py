@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import torch
@@ -89,6 +90,19 @@ LAPLACIAN_METRICS = (
     "error",
 )
 FIEDLER_METRICS = ("fiedler", "star_likeness", "centralization", "degree_variance", "density", "error")
+#: the metrics of each variant: a per-sentence result holds ``"<variant>/<metric>"`` (``head`` is the corrected
+#: variant per head)
+VARIANT_METRICS: dict[str, tuple[str, ...]] = {"corrected": CORRECTED_METRICS, "laplacian": LAPLACIAN_METRICS,
+                                               "fiedler": FIEDLER_METRICS, "head": CORRECTED_METRICS}
+GraphVariant = Literal["corrected", "laplacian", "fiedler", "head"]
+
+
+def graph_key(variant: GraphVariant, metric: str) -> str:
+    """The result key of ``metric`` under ``variant`` (``graph_key("corrected", "lambda2")`` is
+    ``graph_key("corrected", "lambda2")``): the one place such a key is spelled; an unknown name raises."""
+    if metric not in VARIANT_METRICS[variant]:
+        raise KeyError(f"no graph metric {metric!r} in the {variant} variant; it has {VARIANT_METRICS[variant]}")
+    return f"{variant}/{metric}"
 
 
 def pad_square(mats: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -321,17 +335,17 @@ def _graph_outputs(q: _GraphQuantities, variants: set[str], causal: bool, spectr
         allowed = n * (n - 1) / 2 if causal else n * (n - 1)
         out.update(
             {
-                "corrected/lambda2": ev[..., 1],
-                "corrected/lambda2_norm": ev[..., 1] / n,
-                "corrected/spectral_gap": ev[..., 2] - ev[..., 1],
-                "corrected/star_basic": st["star_basic"],
-                "corrected/star_composite": st["star_composite"],
-                "corrected/gini": st["gini"],
-                "corrected/centralization": st["centralization"],
-                "corrected/degree_variance": st["degree_variance"],
-                "corrected/density": total / n**2,
-                "corrected/density_allowed": edges / allowed.clamp(min=1),
-                "corrected/edges": edges,
+                graph_key("corrected", "lambda2"): ev[..., 1],
+                graph_key("corrected", "lambda2_norm"): ev[..., 1] / n,
+                graph_key("corrected", "spectral_gap"): ev[..., 2] - ev[..., 1],
+                graph_key("corrected", "star_basic"): st["star_basic"],
+                graph_key("corrected", "star_composite"): st["star_composite"],
+                graph_key("corrected", "gini"): st["gini"],
+                graph_key("corrected", "centralization"): st["centralization"],
+                graph_key("corrected", "degree_variance"): st["degree_variance"],
+                graph_key("corrected", "density"): total / n**2,
+                graph_key("corrected", "density_allowed"): edges / allowed.clamp(min=1),
+                graph_key("corrected", "edges"): edges,
             }
         )
     if q.touched is not None and q.faithful_ev is not None:
@@ -354,17 +368,17 @@ def _graph_outputs(q: _GraphQuantities, variants: set[str], causal: bool, spectr
                 "degree_variance": st["degree_variance"],
             }
             for k, v in vals.items():
-                out[f"laplacian/{k}"] = torch.where(error, zero.double(), torch.nan_to_num(v.double(), nan=0.0))
-            out["laplacian/density"] = density
-            out["laplacian/error"] = error.to(dtype)
+                out[graph_key("laplacian", k)] = torch.where(error, zero.double(), torch.nan_to_num(v.double(), 0.0))
+            out[graph_key("laplacian", "density")] = density
+            out[graph_key("laplacian", "error")] = error.to(dtype)
         if "fiedler" in variants:
             st = _degree_stats(q.deg, touched)
-            out["fiedler/fiedler"] = torch.where(error, zero, torch.nan_to_num(ev[..., 1], nan=0.0))
-            out["fiedler/star_likeness"] = torch.where(error, zero, st["star_basic"])
-            out["fiedler/centralization"] = torch.where(error, nan, st["centralization"])
-            out["fiedler/degree_variance"] = torch.where(error, nan, st["degree_variance"])
-            out["fiedler/density"] = torch.where(error, nan, density)
-            out["fiedler/error"] = error.to(dtype)
+            out[graph_key("fiedler", "fiedler")] = torch.where(error, zero, torch.nan_to_num(ev[..., 1], nan=0.0))
+            out[graph_key("fiedler", "star_likeness")] = torch.where(error, zero, st["star_basic"])
+            out[graph_key("fiedler", "centralization")] = torch.where(error, nan, st["centralization"])
+            out[graph_key("fiedler", "degree_variance")] = torch.where(error, nan, st["degree_variance"])
+            out[graph_key("fiedler", "density")] = torch.where(error, nan, density)
+            out[graph_key("fiedler", "error")] = error.to(dtype)
     return {k: v.double() for k, v in out.items()}  # float64 throughout, as numpy computes the official values
 
 
@@ -465,5 +479,5 @@ class SpectralReducer:
         if self.per_head:
             heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold)
             for m in self.head_metrics:
-                res[f"head/{m}"] = heads[f"corrected/{m}"].reshape(L, H).contiguous()
+                res[graph_key("head", m)] = heads[graph_key("corrected", m)].reshape(L, H).contiguous()
         return res

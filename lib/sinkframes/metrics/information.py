@@ -347,17 +347,36 @@ class InformationReducer:
 
         out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(n)}
         for i, (rule, c) in enumerate(sinks.items()):
-            out[f"{rule}/n_sinks"] = c.sum(-1)
-            out[f"{rule}/has_first"] = c[:, 0]
-            out[f"{rule}/mass_all_heads"] = _mass_share(colmass, c).float()
-            out[f"{rule}/mass_first4"] = _mass_share(colmass[:, :FAITHFUL_HEADS], c).float()
-            out[f"{rule}/corrected/before"] = corrected["before"][:, i].float()
-            out[f"{rule}/corrected/reduction"] = corrected["reduction"][:, i].float()
+            out[removal_key(rule, "n_sinks")] = c.sum(-1)
+            out[removal_key(rule, "has_first")] = c[:, 0]
+            out[removal_key(rule, "mass_all_heads")] = _mass_share(colmass, c).float()
+            out[removal_key(rule, "mass_first4")] = _mass_share(colmass[:, :FAITHFUL_HEADS], c).float()
+            out[removal_key(rule, "before", "corrected")] = corrected["before"][:, i].float()
+            out[removal_key(rule, "reduction", "corrected")] = corrected["reduction"][:, i].float()
             for name, value in (("before", f_before), ("reduction", f_before - faithful[:, i + 1])):
                 full = torch.full((n_layers,), float("nan"))
                 full[f_layers] = value.float()
-                out[f"{rule}/faithful/{name}"] = full
+                out[removal_key(rule, name, "faithful")] = full
         return out
+
+
+#: what each sink rule's summary holds per layer: shared by both modes, or under ``<rule>/<mode>/``
+RULE_FIELDS = ("n_sinks", "has_first", "mass_all_heads", "mass_first4")
+MODE_FIELDS = ("before", "reduction")
+
+
+def removal_key(rule: str, field: str, mode: Mode | None = None) -> str:
+    """The result key of ``field`` under the sink rule ``rule`` (``removal_key("p90", "reduction", "corrected")``
+    is ``"p90/corrected/reduction"``): the one place such a key is spelled; an unknown name raises."""
+    if rule not in rules():
+        raise KeyError(f"no sink rule {rule!r}; the rules are {rules()}")
+    if mode is None:
+        if field not in RULE_FIELDS:
+            raise KeyError(f"no field {field!r} shared by the modes; they are {RULE_FIELDS} (or pass a mode)")
+        return f"{rule}/{field}"
+    if field not in MODE_FIELDS:
+        raise KeyError(f"no field {field!r} per mode; they are {MODE_FIELDS}")
+    return f"{rule}/{check_mode(mode)}/{field}"
 
 
 def rules() -> list[str]:

@@ -63,6 +63,17 @@ FAITHFUL_METRICS = ("spectral_gap", "participation_ratio", "stable_rank", "march
                     "sink_concentration")
 CORRECTED_METRICS = ("participation_ratio", "stable_rank", "relative_gap", "n_outliers", "top_over_edge",
                      "ks_distance", "rms_deviation")
+_MODE_METRICS = {"faithful": FAITHFUL_METRICS, "corrected": CORRECTED_METRICS}
+
+
+def rmt_key(mode: str, metric: str) -> str:
+    """The result key of ``metric`` under ``mode`` (``rmt_key("corrected", "relative_gap")`` is
+    ``"corrected/relative_gap"``): the one place such a key is spelled; an unknown name raises."""
+    if metric not in _MODE_METRICS.get(mode, ()):
+        raise KeyError(f"no {mode} statistic {metric!r}; they are {_MODE_METRICS.get(mode)}")
+    return f"{mode}/{metric}"
+
+
 #: :func:`spectrum_metrics` of a data matrix against the MP law
 MP_METRICS = ("participation_ratio", "stable_rank", "relative_gap", "n_outliers", "top_over_edge", "ks_distance",
               "mp_scale")

@@ -19,7 +19,7 @@ import pandas as pd
 from .. import stats, verdicts
 from ..analyses import geometry_values, information, spectral, topology
 from ..analyses.base import ModelResult, Results
-from ..metrics.graphs import PAPER_THRESHOLDS
+from ..metrics.graphs import PAPER_THRESHOLDS, graph_key
 from ..models import OFFLINE_MODELS
 from ..models.registry import hook_supports
 from ..paper import APPENDIX_OF, CLAIMS, CLAIMS_BY_ID, Claim
@@ -255,11 +255,11 @@ def spectral_summary(fr: FamilyResults) -> pd.DataFrame:
     for r in fr.results.get("spectral", []):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            lam = np.nanmean(spectral.at(r, "corrected/lambda2", PAPER_THRESHOLDS), axis=(0, 1))  # [layer]
-            official = np.nanmean(spectral.at(r, "laplacian/fiedler", PAPER_THRESHOLDS), axis=(0, 1))
-            comp = float(np.nanmean(spectral.at(r, "laplacian/star_likeness", PAPER_THRESHOLDS)))
-            basic = float(np.nanmean(spectral.at(r, "corrected/star_basic", PAPER_THRESHOLDS)))
-            cent = float(np.nanmean(spectral.at(r, "corrected/centralization", PAPER_THRESHOLDS)))
+            lam = np.nanmean(spectral.at(r, graph_key("corrected", "lambda2"), PAPER_THRESHOLDS), (0, 1))  # [layer]
+            official = np.nanmean(spectral.at(r, graph_key("laplacian", "fiedler"), PAPER_THRESHOLDS), axis=(0, 1))
+            comp = float(np.nanmean(spectral.at(r, graph_key("laplacian", "star_likeness"), PAPER_THRESHOLDS)))
+            basic = float(np.nanmean(spectral.at(r, graph_key("corrected", "star_basic"), PAPER_THRESHOLDS)))
+            cent = float(np.nanmean(spectral.at(r, graph_key("corrected", "centralization"), PAPER_THRESHOLDS)))
         reg = _region_means(lam, r.n_layers)
         off = _region_means(official, r.n_layers)
         rows.append({

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..analyses import spectral as sp
-from ..metrics.graphs import PAPER_THRESHOLDS
+from ..metrics.graphs import PAPER_THRESHOLDS, graph_key
 
 
 def _fmt_ts(ts: Sequence[float]) -> str:
@@ -47,7 +47,7 @@ def magnitude_notes(tab: sp.SpectralTables, t: float = 0.001) -> str:
         n = float(np.mean(ms.samples["n_tokens"]))
         first, last = float(g.fiedler.iloc[0]), float(g.fiedler.iloc[-1])
         scale = "n/2" if ms.record["causal"] else "n"
-        norm = float(np.nanmean(sp.at(ms, "corrected/lambda2_norm", [t])))
+        norm = float(np.nanmean(sp.at(ms, graph_key("corrected", "lambda2_norm"), [t])))
         lines.append(f"- `{ms.ref}` (mean n = {n:.1f} tokens): official Fiedler value {first:.2f} in the first layer "
                      f"and {last:.2f} in the last at t = {t:g}; a complete graph gives {scale} = "
                      f"{n / 2 if ms.record['causal'] else n:.1f}, so these numbers mostly measure sentence length; "
@@ -60,7 +60,7 @@ def star_notes(tab: sp.SpectralTables) -> str:
     lines = []
     for ms, f in zip(tab.models, tab.per_model("faithful"), strict=True):
         comp = f["layers"].groupby("threshold")["star_likeness"].mean()
-        basic = np.nanmean(sp.at(ms, "corrected/star_basic", PAPER_THRESHOLDS), axis=(0, 2))
+        basic = np.nanmean(sp.at(ms, graph_key("corrected", "star_basic"), PAPER_THRESHOLDS), axis=(0, 2))
         lines.append(f"- `{ms.ref}`: composite star-likeness (official, laplacian.ipynb) {comp.min():.2f} to "
                      f"{comp.max():.2f}; basic star-likeness d_max / (n - 1) without self-loops (corrected) "
                      f"{basic.min():.2f} to {basic.max():.2f} across t = 0.001-0.2.")
