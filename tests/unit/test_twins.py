@@ -67,9 +67,10 @@ def test_appendix_b_reads_each_trained_models_twin_aligned_with_it():
     from sinkframes.analyses import rmt
 
     texts = ["The cat sat on the mat.", "A dog ran far away."]
-    trained = rmt.analyse(["tiny:llama", "tiny:bert"], texts, device="cpu", progress=False, use_cache=False,
-                          twin=True)
+    # the twin is the default, as in every attention analysis; the checkpoint series runs none
+    trained = rmt.analyse(["tiny:llama", "tiny:bert"], texts, device="cpu", progress=False, use_cache=False)
     twins = rmt.twins_of(trained)
     assert [t.ref for t in twins] == ["random:tiny:llama", "random:tiny:bert"]
     assert all(TWIN not in t.data and t.analysis == "rmt" for t in twins)
-    assert rmt.twins_of(rmt.analyse(["tiny:llama"], texts, device="cpu", progress=False, use_cache=False)) == [None]
+    assert rmt.twins_of(rmt.analyse(["tiny:llama"], texts, device="cpu", progress=False, use_cache=False,
+                                    twin=False)) == [None]

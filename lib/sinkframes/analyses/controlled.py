@@ -67,6 +67,7 @@ def measure_weights(w: torch.Tensor, causal: bool) -> dict[str, Any]:
     summaries = SinkSummaryReducer().each(a, causal)
     record = {"n_layers": n_layers, "causal": causal}
     frames = frames_from_summaries(record, summaries, seed=0)
+    # the summaries keep the first key's share only; the sink's location needs every key's (tiny tensors here)
     flat = a.reshape(-1, *a.shape[2:])  # [probe * layer, head, query, key]
     recv = received_share(flat, causal).reshape(*a.shape[:3], n).mean((0, 2))  # [layer, key]
     where, _ = sink_location(recv, causal)

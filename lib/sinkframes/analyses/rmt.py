@@ -114,9 +114,10 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0,
-            twin: bool = False, **overrides: Any) -> Results:
-    """:func:`analyse_model` for each model (with its random-initialized twin if ``twin``), in order; a failing
-    model is reported, not fatal (``each_model``)."""
+            twin: bool = True, **overrides: Any) -> Results:
+    """:func:`analyse_model` for each model (with its random-initialized twin if ``twin``, as every attention
+    analysis does by default), in order; a failing model is reported, not fatal (``each_model``). The checkpoint
+    series (:func:`analyse_series`) runs no twin: its own step 0 is its random start."""
     o = RunOptions.build(opts, **overrides)  # a bad option is the caller's error, not a model's
     return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed, twin=twin), ANALYSIS)
 

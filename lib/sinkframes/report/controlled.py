@@ -115,15 +115,22 @@ def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed:
                      "layer share at the end": float(last["first_share"].max()),
                      "largest layer share": float(g["first_share"].max()),
                      "largest head share": float(g["best_head"].max()),
-                     "uniform share": uniform_first_share(int(config.get("seq_len", 128))),
+                     "uniform share": uniform_first_share(recipe_window(head)),
                      "sink formed": bool(g["first_share"].max() > formed)})
     return pd.DataFrame(rows)
+
+
+def recipe_window(head: dict[str, Any]) -> int:
+    """The window (tokens) of the recipe whose log header is ``head``; a header without one ran the default."""
+    from ..training.text_lm import LMRecipe
+
+    return int(head.get("config", {}).get("seq_len", LMRecipe.seq_len))
 
 
 def scout_uniform_shares(heads: dict[str, dict[str, Any]]) -> dict[int, float]:
     """Window length (tokens) -> the first-token share of uniform causal attention, for every window the
     recipes of ``heads`` (their log headers) use: the reference line of each."""
-    windows = {int(h.get("config", {}).get("seq_len", 128)) for h in heads.values()}
+    windows = {recipe_window(h) for h in heads.values()}
     return {n: uniform_first_share(n) for n in sorted(windows)}
 
 
