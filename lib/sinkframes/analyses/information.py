@@ -325,21 +325,19 @@ def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int,
 # Each is registered in :data:`sinkframes.verdicts.measures.MEASURES` under the name a claim of
 # ``paper.claims`` reads; see that module for the bootstrap and the nulls.
 
+def _mode_layers(r: ModelResult, mode: Mode) -> list[int]:
+    """The layers ``mode`` analyses: the official notebook's subset (faithful) or every layer."""
+    return inf.official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
+
+
 def _kl(r: ModelResult, mode: Mode) -> tuple[np.ndarray, list[int]]:
     """``([sample, layer], layers)``: the KL reduction under ``mode`` on the layers that mode analyses."""
-    from ..metrics.information import official_layers
-
-    red = r.samples[inf.removal_key("p90", "reduction", mode)]  # [sample, layer]
-    layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
-    return red[:, layers], layers
+    layers = _mode_layers(r, mode)
+    return r.samples[inf.removal_key("p90", "reduction", mode)][:, layers], layers  # [sample, layer]
 
 
 def _mass(r: ModelResult, mode: Mode) -> tuple[np.ndarray, list[int]]:
-    from ..metrics.information import official_layers
-
-    key = inf.removal_key("p90", "mass_first4" if mode == "faithful" else "mass_all_heads")
-    layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
-    return r.samples[key][:, layers], layers
+    return _mass_at(r, mode, "p90")
 
 
 def _kl_region_shape(combine: Callable[[dict[str, float]], float]
@@ -397,9 +395,7 @@ def kl_first_middle_last(r: ModelResult, mode: Mode) -> Estimate | None:
 def kl_early_drop_p80_p95(r: ModelResult, mode: Mode) -> Estimate | None:
     """Relative drop of the early-region KL reduction from the 80th- to the 95th-percentile sink rule:
     ``1 - early(p95) / early(p80)``."""
-    from ..metrics.information import official_layers
-
-    layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
+    layers = _mode_layers(r, mode)
     early = regions_in(layers, r.n_layers)["early"]
     keys = [inf.removal_key("p80", "reduction", mode), inf.removal_key("p95", "reduction", mode)]
     if not all(k in r.samples for k in keys) or not early:
@@ -433,10 +429,9 @@ def kl_argmin_layer(r: ModelResult, mode: Mode) -> Estimate | None:
 
 
 def _mass_at(r: ModelResult, mode: Mode, rule: str) -> tuple[np.ndarray, list[int]]:
-    from ..metrics.information import official_layers
-
+    """``([sample, layer], layers)``: the attention mass on ``rule``'s sinks (faithful: the first four heads)."""
     key = inf.removal_key(rule, "mass_first4" if mode == "faithful" else "mass_all_heads")
-    layers = official_layers(r.n_layers) if mode == "faithful" else list(range(r.n_layers))
+    layers = _mode_layers(r, mode)
     return r.samples[key][:, layers], layers
 
 

@@ -99,7 +99,7 @@ GraphVariant = Literal["corrected", "laplacian", "fiedler", "head"]
 
 def graph_key(variant: GraphVariant, metric: str) -> str:
     """The result key of ``metric`` under ``variant`` (``graph_key("corrected", "lambda2")`` is
-    ``graph_key("corrected", "lambda2")``): the one place such a key is spelled; an unknown name raises."""
+    ``"corrected/lambda2"``): the one place such a key is spelled; an unknown name raises."""
     if metric not in VARIANT_METRICS[variant]:
         raise KeyError(f"no graph metric {metric!r} in the {variant} variant; it has {VARIANT_METRICS[variant]}")
     return f"{variant}/{metric}"

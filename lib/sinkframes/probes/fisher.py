@@ -302,8 +302,9 @@ class _Inputs:
         """``ids``, ``attn_mask`` ``[batch, token]`` of a batch on ``device``, with the encoders' masked copy."""
         if self.masked is None:
             return ids.to(device), attn_mask.to(device), None
-        masked_ids, _ = pad_batch([self.masked[i][0] for i in batch], self.pad, self.width or ids.shape[1])
-        where, _ = pad_batch([self.masked[i][1] for i in batch], 0, self.width or ids.shape[1])
+        width = int(ids.shape[1])  # the batch's width, as the loop padded its ids
+        masked_ids, _ = pad_batch([self.masked[i][0] for i in batch], self.pad, width)
+        where, _ = pad_batch([self.masked[i][1] for i in batch], 0, width)
         return ids.to(device), attn_mask.to(device), (masked_ids.to(device), where.bool().to(device))
 
 
