@@ -227,6 +227,10 @@ SCOUTS: dict[str, LMRecipe] = {r.name: r for r in (
     BASE.with_(name="bytes-long", vocab=0, n_layers=8, n_heads=8, seq_len=256, batch_size=16, steps=4000),
     # the only recipe whose shares still rose at its end (base): the same, with three times the steps
     BASE.with_(name="base-12k", steps=12000),
+    # depth, and depth with a longer window: deeper models and longer contexts mix their tokens more, and
+    # the sink is the way a head avoids mixing (Barbero et al. 2025); the base's sinks were in 2 of 4 layers
+    BASE.with_(name="deep8", n_layers=8, steps=6000),
+    BASE.with_(name="deep8-long", n_layers=8, seq_len=256, batch_size=16, steps=5000),  # same tokens per step
 )}
 
 
