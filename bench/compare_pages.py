@@ -1,10 +1,11 @@
 """Compare the text outputs of executed pages with another copy of them.
 
-    python bench/compare_pages.py OLD_DIR NEW_DIR [--with-provenance]
+    python bench/compare_pages.py OLD_DIR NEW_DIR [--with-provenance] [--exact]
 
 OLD_DIR and NEW_DIR hold executed copies with the same file names (for example the committed
 ``book/`` exported with ``git show`` and a fresh ``sinkframes build --out``). Prints one line per
-page, then the differences; exits 1 if any page differs.
+page, then the differences; exits 1 if any page differs. A printed decimal that moved by one unit in its last
+digit (float round-off on another CPU) is counted on the page's line, not a difference, unless ``--exact``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sinkframes.book.compare import compare_notebooks
+from sinkframes.book.compare import compare_counting_roundoff
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("old", type=Path)
     ap.add_argument("new", type=Path)
     ap.add_argument("--with-provenance", action="store_true", help="also compare the provenance line (versions)")
+    ap.add_argument("--exact", action="store_true", help="a decimal moved by one unit in its last digit differs too")
     args = ap.parse_args(argv)
     status = 0
     for old in sorted(args.old.glob("*.ipynb")):
@@ -29,8 +31,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{old.name}: missing in {args.new}")
             status = 1
             continue
-        problems = compare_notebooks(old, new, skip_provenance=not args.with_provenance)
-        print(f"{old.name}: {'same text outputs' if not problems else f'{len(problems)} difference(s)'}")
+        problems, moved = compare_counting_roundoff(old, new, skip_provenance=not args.with_provenance,
+                                                    exact=args.exact)
+        roundoff = f" ({moved} decimal(s) moved by one unit in the last printed digit)" if moved else ""
+        print(f"{old.name}: {'same text outputs' if not problems else f'{len(problems)} difference(s)'}{roundoff}")
         for p in problems:
             print("    " + p.replace("\n", "\n    "))
         status |= bool(problems)

@@ -212,6 +212,50 @@ def test_page_comparison_sees_a_changed_number_and_ignores_figures(tmp_path):
     assert compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "c.ipynb") == []
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ("0.651 [0.617, 0.685]", "0.651 [0.617, 0.685]", 0),
+        ("0.651 [0.617, 0.685]", "0.651 [0.617, 0.684]", 1),  # one unit in the last digit: round-off
+        ("0.784 [0.768, 0.801]", "0.785 [0.768, 0.800]", 2),
+        ("ratio 1.1 at t = 0.2", "ratio 1.09 at t = 0.2", 1),  # 1.095 printed to 3 digits either way
+        ("1.5e-05", "1.6e-05", 1),
+        ("0.651 [0.617, 0.685]", "0.651 [0.617, 0.687]", None),  # two units
+        ("0.685", "0.6862", None),  # more than one unit of the finer print
+        ("0.651 [0.617, 0.685]", "0.651 [0.617, 0.683]", None),  # two units
+        ("0.5", "1", None),  # an integer is a word: it must match
+        ("n = 100", "n = 101", None),
+        ("0.651 supported", "0.652 not supported", None),  # a verdict's words must match
+        ("1.5e-05", "1.5e-04", None),
+        ("0.1 0.2", "0.1", None),
+    ],
+)
+def test_roundoff_is_one_unit_in_the_last_printed_decimal_digit(a, b, expected):
+    assert compare.roundoff_differences(a, b) == expected
+
+
+def test_page_comparison_forgives_last_digit_roundoff_unless_exact(tmp_path):
+    nb = _first_page()
+    nbformat.write(nb, tmp_path / "a.ipynb")
+    moved = copy.deepcopy(nb)
+    out = next(
+        o
+        for c in moved.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "text/plain" in o.get("data", {}) and "Produced by" not in json.dumps(o)
+    )
+    out["data"]["text/plain"] = out["data"]["text/plain"] + " 0.685"
+    nbformat.write(moved, tmp_path / "b.ipynb")
+    out["data"]["text/plain"] = out["data"]["text/plain"][: -len("0.685")] + "0.684"
+    nbformat.write(moved, tmp_path / "c.ipynb")
+    assert compare.compare_counting_roundoff(tmp_path / "b.ipynb", tmp_path / "c.ipynb") == ([], 1)
+    exact = compare.compare_notebooks(tmp_path / "b.ipynb", tmp_path / "c.ipynb", exact=True)
+    assert len(exact) == 1 and "0.684" in exact[0]
+    # a number added to a text is a difference, round-off or not
+    assert len(compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "c.ipynb")) == 1
+
+
 @pytest.fixture(scope="module")
 def smoke_dir(tmp_path_factory):
     """One folder for every smoke page, so the scorecard (run last) reads the verdicts the others saved."""
