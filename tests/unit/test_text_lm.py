@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -55,6 +57,31 @@ def test_a_short_run_is_deterministic_and_lowers_the_loss():
     strip = [{k: v for k, v in r.items() if k not in ("wall", "cpu")} for r in a]
     assert strip == [{k: v for k, v in r.items() if k not in ("wall", "cpu")} for r in b]
     assert [r["step"] for r in a] == [0, 10, 20, 30] and a[-1]["loss"] < a[0]["loss"]
+
+
+def test_a_run_made_in_pieces_from_its_saved_state_equals_one_uninterrupted_run(tmp_path):
+    train, held, vocab, bos = T.token_streams(DOCS, vocab=300)
+    recipe = T.LMRecipe("t", d_model=32, n_heads=2, n_layers=2, d_mlp=64, seq_len=32, batch_size=8, steps=30,
+                        warmup=5)
+    whole, straight = T.train_lm(recipe, train, held, vocab, bos, probe_every=10, progress=None)
+    state, log = tmp_path / "t.pt", tmp_path / "log.jsonl"
+    pieces: list[dict] = []
+    for _ in range(5):  # each piece stops at its first probe: steps 0, 10, 20, 30, then nothing is left
+        model, new = T.train_lm(recipe, train, held, vocab, bos, probe_every=10, progress=None, checkpoint=state,
+                                stop_after_s=0.0, log=log)
+        pieces += new
+    strip = [{k: v for k, v in r.items() if k not in ("wall", "cpu")} for r in pieces]
+    assert strip == [{k: v for k, v in r.items() if k not in ("wall", "cpu")} for r in straight]
+    assert all(torch.equal(a, b) for a, b in zip(whole.state_dict().values(), model.state_dict().values(),
+                                                 strict=True))
+    assert [r["cpu"] for r in pieces] == sorted(r["cpu"] for r in pieces)  # CPU seconds add up across pieces
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    resumes = [x for x in lines if "resumed_at" in x]
+    assert [x["resumed_at"] for x in resumes] == [0, 10, 20, 30] and all(x["probe_reproduced"] for x in resumes)
+    assert [x["step"] for x in lines if "step" in x] == [0, 10, 20, 30]  # no probe logged twice
+    other = recipe.with_(lr=1e-2)
+    with pytest.raises(ValueError, match="holds a run of"):
+        T.train_lm(other, train, held, vocab, bos, progress=None, checkpoint=state)
 
 
 def test_training_leaves_the_callers_torch_settings_as_they_were():

@@ -165,6 +165,7 @@ def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
+    from ..config import cache_root
     from ..training import emergence as em
     from ..training import text_lm
 
@@ -172,11 +173,16 @@ def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"unknown recipe(s) {unknown}; choose from {sorted(text_lm.SCOUTS)}")
     log = Path(args.log) if args.log else text_lm.SCOUT_LOG
+    states = Path(args.checkpoint_dir) if args.checkpoint_dir else cache_root() / "text_lm"
+    if args.fresh:
+        for name in args.recipes:
+            (states / f"{name}.pt").unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         docs = em.default_text(Path(args.text_dir) if args.text_dir else None, Path(tmp))
+    stop = None if args.minutes is None else 60.0 * args.minutes
     for name in args.recipes:
-        text_lm.scout(text_lm.SCOUTS[name], docs, log)
-    print(f"probe records appended to {log}")
+        text_lm.scout(text_lm.SCOUTS[name], docs, log, checkpoint=states / f"{name}.pt", stop_after_s=stop)
+    print(f"probe records appended to {log}; each run's state is in {states}")
     return 0
 
 
@@ -286,11 +292,18 @@ def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argum
     st = sub.add_parser(
         "scout-text-lm",
         help="train recipes of the natural-text language model and record its first-token share every 250 steps "
-             "(the search for a recipe that forms a sink; no weights kept)",
+             "(the search for a recipe that forms a sink); each run's state is saved at every probe and a run "
+             "started again continues from it",
     )
     st.add_argument("recipes", nargs="+", help="recipe names (training.text_lm.SCOUTS)")
     st.add_argument("--log", default=None, help="the JSON-lines log (default: the one the package ships)")
     st.add_argument("--text-dir", default=None, help="unpacked documentation sources instead of apt-get download")
+    st.add_argument("--checkpoint-dir", default=None,
+                    help="where each run's state is kept, as <recipe>.pt (default: SINKFRAMES_CACHE/text_lm)")
+    st.add_argument("--minutes", type=float, default=None,
+                    help="stop each run at its first probe after this many minutes (its state saved, to continue "
+                         "later)")
+    st.add_argument("--fresh", action="store_true", help="discard the recipes' saved states and start at step 0")
     st.set_defaults(func=_cmd_scout_text_lm)
 
     h = sub.add_parser(

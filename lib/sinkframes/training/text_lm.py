@@ -15,7 +15,10 @@ at that recipe:
   to 10 %, gradient clipping at 1.0, one thread, deterministic algorithms.
 
 While it trains, a run measures the first-token share of every layer on fixed held-out windows
-(:func:`probe_shares`) so that a recipe's sink, or its absence, is seen without saving weights.
+(:func:`probe_shares`) so that a recipe's sink, or its absence, is seen without saving weights. A run given a
+checkpoint file saves its whole state there at every probe (weights, optimizer, schedule, the batch generator,
+its CPU and wall seconds) and, started again, continues from it: a run longer than one sitting is made in
+pieces, and the pieces give the weights one uninterrupted run gives on the same software and CPU.
 """
 
 from __future__ import annotations
@@ -168,15 +171,49 @@ def keep_freed_memory() -> None:
 
 def train_lm(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: int, bos: int,
              probe_every: int = 250, log: Path | None = None,
-             progress: Callable[[str], None] | None = print) -> tuple[TinyLM, list[dict[str, Any]]]:
-    """Train ``recipe`` on the token streams; returns the model and the probe record every ``probe_every`` steps."""
+             progress: Callable[[str], None] | None = print, checkpoint: Path | None = None,
+             stop_after_s: float | None = None) -> tuple[TinyLM, list[dict[str, Any]]]:
+    """Train ``recipe`` on the token streams; returns the model and the probe record every ``probe_every`` steps.
+
+    ``checkpoint``: a file the run's state is saved to at every probe, and continued from if it exists (the
+    records returned and logged are then the new ones; see :func:`resume_state`). ``stop_after_s``: stop at the
+    first probe after this many wall seconds of this call (the state saved there), for a run made in pieces."""
     keep_freed_memory()
     with deterministic_threads(1):
-        return _train(recipe, train, held, vocab_size, bos, probe_every, log, progress)
+        return _train(recipe, train, held, vocab_size, bos, probe_every, log, progress, checkpoint, stop_after_s)
+
+
+def _save_state(path: Path, state: dict[str, Any]) -> None:
+    """Write ``state`` to ``path`` whole or not at all (a run stopped while saving keeps its previous state)."""
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".partial")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def resume_state(path: Path, recipe: LMRecipe) -> dict[str, Any] | None:
+    """The state saved at ``path`` for ``recipe`` (``None`` when there is none); raises ``ValueError`` when the
+    file holds another recipe's run, so that a run never continues from a state it did not make."""
+    if not path.exists():
+        return None
+    state: dict[str, Any] = torch.load(path, weights_only=True)
+    if state.get("recipe") != recipe_dict(recipe):
+        raise ValueError(f"{path} holds a run of {state.get('recipe')}, not of {recipe_dict(recipe)}; move it away "
+                         "or start afresh (scout-text-lm --fresh)")
+    return state
+
+
+def _log(log: Path | None, line: dict[str, Any]) -> None:
+    if log is not None:
+        with log.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
 
 
 def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: int, bos: int, probe_every: int,
-           log: Path | None, progress: Callable[[str], None] | None) -> tuple[TinyLM, list[dict[str, Any]]]:
+           log: Path | None, progress: Callable[[str], None] | None, checkpoint: Path | None = None,
+           stop_after_s: float | None = None) -> tuple[TinyLM, list[dict[str, Any]]]:
     torch.manual_seed(recipe.seed)
     model = TinyLM(recipe.config(vocab_size))
     decay = [p for p in model.parameters() if p.ndim >= 2]
@@ -187,18 +224,40 @@ def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: in
     gen = torch.Generator().manual_seed(recipe.seed + 1000)
     probe_ids = windows(held, torch.Generator().manual_seed(PROBE_SEED), PROBE_WINDOWS, recipe.seq_len, bos)
     records: list[dict[str, Any]] = []
+    first, wall0, cpu_before = 0, 0.0, 0.0
+    saved = resume_state(checkpoint, recipe) if checkpoint is not None else None
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optimizer"])
+        sched.load_state_dict(saved["schedule"])
+        gen.set_state(saved["generator"])
+        first, wall0, cpu_before = int(saved["step"]), float(saved["wall"]), float(saved["cpu"])
+        again = probe_shares(model, probe_ids)
+        same = all(again[k] == saved["record"][k] for k in again)
+        _log(log, {"recipe": recipe.name, "resumed_at": first, "probe_reproduced": same, "torch": torch.__version__})
+        if progress:
+            progress(f"{recipe.name}: continued from step {first} ({checkpoint}); its probe "
+                     f"{'reproduced exactly' if same else 'differs from the saved one (other software or CPU)'}")
     start, cpu0 = time.perf_counter(), cpu_seconds()
-    for step in range(recipe.steps + 1):
-        if step % probe_every == 0 or step == recipe.steps:
-            rec = {"step": step, **probe_shares(model, probe_ids), "wall": round(time.perf_counter() - start, 1),
-                   "cpu": round(cpu_seconds() - cpu0, 1)}
+    for step in range(first, recipe.steps + 1):
+        if (step % probe_every == 0 or step == recipe.steps) and not (saved is not None and step == first):
+            rec = {"step": step, **probe_shares(model, probe_ids),
+                   "wall": round(wall0 + time.perf_counter() - start, 1),
+                   "cpu": round(cpu_before + cpu_seconds() - cpu0, 1)}
             records.append(rec)
-            if log is not None:
-                with log.open("a") as fh:
-                    fh.write(json.dumps({"recipe": recipe.name, **rec}) + "\n")
+            _log(log, {"recipe": recipe.name, **rec})
             if progress:
                 progress(f"{recipe.name} step {step}: loss {rec['loss']:.3f} first {rec['first_share']} "
                          f"best head {rec['best_head']} {rec['wall']:.0f} s")
+            if checkpoint is not None:
+                _save_state(checkpoint, {"recipe": recipe_dict(recipe), "step": step, "model": model.state_dict(),
+                                         "optimizer": opt.state_dict(), "schedule": sched.state_dict(),
+                                         "generator": gen.get_state(), "wall": rec["wall"], "cpu": rec["cpu"],
+                                         "record": {k: rec[k] for k in ("loss", "first_share", "best_head")}})
+            if stop_after_s is not None and step < recipe.steps and time.perf_counter() - start >= stop_after_s:
+                if progress:
+                    progress(f"{recipe.name}: stopped at step {step} of {recipe.steps}; its state is in {checkpoint}")
+                break
         if step == recipe.steps:
             break
         loss = lm_loss(model, windows(train, gen, recipe.batch_size, recipe.seq_len, bos))
@@ -231,6 +290,10 @@ SCOUTS: dict[str, LMRecipe] = {r.name: r for r in (
     # the sink is the way a head avoids mixing (Barbero et al. 2025); the base's sinks were in 2 of 4 layers
     BASE.with_(name="deep8", n_layers=8, steps=6000),
     BASE.with_(name="deep8-long", n_layers=8, seq_len=256, batch_size=16, steps=5000),  # same tokens per step
+    # base-12k's shares rose roughly linearly to its stop (0.118 at step 7500 of 12,000): the base recipe with
+    # four times its steps, whose cosine decay is slower (at step 8000 its rate is 0.94 of the peak, against
+    # base-12k's 0.33), made in pieces from its saved state
+    BASE.with_(name="base-48k", steps=48000),
 )}
 
 
@@ -248,21 +311,25 @@ def token_streams(docs: Sequence[tuple[str, str]], vocab: int, holdout_every: in
 
 
 def scout(recipe: LMRecipe, docs: Sequence[tuple[str, str]], log: Path = SCOUT_LOG,
-          progress: Callable[[str], None] | None = print) -> list[dict[str, Any]]:
+          progress: Callable[[str], None] | None = print, checkpoint: Path | None = None,
+          stop_after_s: float | None = None) -> list[dict[str, Any]]:
     """Train ``recipe`` and append its probe records (every 250 steps) to ``log``: the search for a recipe
-    that forms a sink keeps its failures as well as its successes. No weights are kept."""
+    that forms a sink keeps its failures as well as its successes. Weights are kept only in ``checkpoint``
+    (continued from when it exists; the header line is written when the run starts from step 0)."""
     train, held, vocab_size, bos = token_streams(docs, recipe.vocab)
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a") as fh:
-        fh.write(json.dumps({"recipe": recipe.name, "config": recipe_dict(recipe), "train_tokens": int(train.size),
-                             "torch": torch.__version__}) + "\n")
-    _, records = train_lm(recipe, train, held, vocab_size, bos, log=log, progress=progress)
+    if checkpoint is None or resume_state(checkpoint, recipe) is None:
+        _log(log, {"recipe": recipe.name, "config": recipe_dict(recipe), "train_tokens": int(train.size),
+                   "torch": torch.__version__})
+    _, records = train_lm(recipe, train, held, vocab_size, bos, log=log, progress=progress, checkpoint=checkpoint,
+                          stop_after_s=stop_after_s)
     return records
 
 
 def load_scouts(log: Path = SCOUT_LOG) -> tuple[dict[str, dict[str, Any]], Any]:
-    """The scouting log: ``({recipe: its header (config, training tokens, torch)}, records)``, the records a
-    table with one row per probe and layer (``recipe, step, cpu, loss, layer, first_share, best_head``)."""
+    """The scouting log: ``({recipe: its header (config, training tokens, torch, and ``resumes``: the lines of
+    the points where the run was continued from its checkpoint)}, records)``, the records a table with one row
+    per probe and layer (``recipe, step, cpu, loss, layer, first_share, best_head``)."""
     import pandas as pd
 
     heads: dict[str, dict[str, Any]] = {}
@@ -270,7 +337,10 @@ def load_scouts(log: Path = SCOUT_LOG) -> tuple[dict[str, dict[str, Any]], Any]:
     for line in Path(log).read_text().splitlines():
         rec = json.loads(line)
         if "config" in rec:
-            heads[rec["recipe"]] = rec
+            heads[rec["recipe"]] = {**rec, "resumes": []}
+            continue
+        if "resumed_at" in rec:
+            heads[rec["recipe"]]["resumes"].append(rec)
             continue
         for layer, (share, best) in enumerate(zip(rec["first_share"], rec["best_head"], strict=True)):
             rows.append({"recipe": rec["recipe"], "step": rec["step"], "cpu": rec["cpu"], "loss": rec["loss"],
