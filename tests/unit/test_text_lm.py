@@ -102,6 +102,7 @@ def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(
     lines = [{"recipe": "base", "config": T.recipe_dict(T.BASE), "train_tokens": 10, "torch": "x"},
              {"recipe": "base", "step": 0, "loss": 8.0, "first_share": [0.03, 0.04], "best_head": [0.04, 0.05],
               "wall": 0, "cpu": 0},
+             {"recipe": "base", "resumed_at": 0, "probe_reproduced": True, "torch": "x"},
              {"recipe": "base", "step": 250, "loss": 5.0, "first_share": [0.05, 0.2], "best_head": [0.1, 0.6],
               "wall": 60, "cpu": 120},
              {"recipe": "hot", "config": T.recipe_dict(hot), "train_tokens": 10, "torch": "x"},
@@ -109,11 +110,16 @@ def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(
               "wall": 60, "cpu": 60}]
     log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     heads, records = T.load_scouts(log)
-    assert set(heads) == {"base", "hot"} and len(records) == 6
+    assert set(heads) == {"base", "hot"} and len(records) == 6  # a continuation line is no probe
+    assert [r["resumed_at"] for r in heads["base"]["resumes"]] == [0] and heads["hot"]["resumes"] == []
     table = R.scout_table(heads, records).set_index("recipe")
     assert table.loc["base", "changes"] == "none (the base recipe)"
     assert table.loc["hot", "changes"] == "steps 500, lr 0.01"  # in the order of the recipe's fields
-    assert table.loc["base", "steps"] == "250 of 4000 (stopped)" and table.loc["hot", "steps"] == "250 of 500 (stopped)"
+    assert table.loc["base", "steps"] == "250 of 4000 (stopped), in 2 pieces"
+    assert table.loc["hot", "steps"] == "250 of 500 (stopped)"
+    differed = {**heads, "base": {**heads["base"], "resumes": [{"resumed_at": 0, "probe_reproduced": False}]}}
+    assert R.scout_table(differed, records).set_index("recipe").loc["base", "steps"].endswith(
+        "in 2 pieces (a continued probe differed)")
     assert table.loc["base", "largest layer share"] == 0.2 and table.loc["base", "largest head share"] == 0.6
     assert table.loc["base", "layer share at the end"] == 0.2 and table.loc["hot", "layer share at the end"] == 0.7
     assert not table.loc["base", "sink formed"] and table.loc["hot", "sink formed"]

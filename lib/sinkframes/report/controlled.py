@@ -98,7 +98,8 @@ def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed:
     """One row per recipe of the natural-text search: what it changes from the base recipe, how far it ran,
     its last held-out loss, the largest layer share at its last probe, the largest layer and single-head
     first-token shares it reached at any probe, the share uniform causal attention gives the first token over
-    the recipe's window, and whether a sink formed (a layer's head-mean share above ``formed`` at some probe)."""
+    the recipe's window, and whether a sink formed (a layer's head-mean share above ``formed`` at some probe).
+    A run continued from its saved state says in how many pieces it was made."""
     from ..training.text_lm import changes_from_base
 
     rows = []
@@ -108,8 +109,12 @@ def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed:
         last = g[g["step"] == g["step"].max()]
         planned = config.get("steps")
         ran = int(g["step"].max())
+        steps: int | str = ran if planned in (None, ran) else f"{ran} of {planned} (stopped)"
+        if resumes := [r for r in head.get("resumes", []) if r["resumed_at"] < ran]:
+            steps = f"{steps}, in {len(resumes) + 1} pieces" + (
+                "" if all(r["probe_reproduced"] for r in resumes) else " (a continued probe differed)")
         rows.append({"recipe": recipe, "changes": changes_from_base(config) if config else "",
-                     "steps": ran if planned in (None, ran) else f"{ran} of {planned} (stopped)",
+                     "steps": steps,
                      "CPU-minutes": round(float(g["cpu"].max()) / 60, 1),
                      "held-out loss (nats per token)": float(last["loss"].iloc[0]),
                      "layer share at the end": float(last["first_share"].max()),
