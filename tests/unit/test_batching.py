@@ -36,7 +36,14 @@ def test_default_plan_is_length_sorted():
 
 def test_a_callers_plan_padding_id_and_width():
     """The official Fisher padding: sentences one at a time in their order, each padded to the set's longest."""
-    out = list(iterate_batches(_lm(), IDS, 1, progress=False, batches=[[0], [1], [2]], pad=4, width=3))
+    out = list(iterate_batches(_lm(), IDS, None, progress=False, batches=[[0], [1], [2]], pad=4, width=3))
     assert [b for b, _, _ in out] == [[0], [1], [2]]
     assert torch.cat([ids for _, ids, _ in out]).tolist() == [[5, 6, 7], [8, 4, 4], [9, 10, 4]]
     assert torch.cat([m for _, _, m in out]).tolist() == [[1, 1, 1], [1, 0, 0], [1, 1, 0]]
+
+
+def test_a_plan_is_either_a_batch_size_or_the_callers_batches():
+    with pytest.raises(ValueError, match="not both"):
+        list(iterate_batches(_lm(), IDS, 2, progress=False, batches=[[0], [1], [2]]))
+    with pytest.raises(ValueError, match="not neither"):
+        list(iterate_batches(_lm(), IDS, None, progress=False))

@@ -184,17 +184,23 @@ def forward(
 
 
 def iterate_batches(
-    lm: models.LoadedModel, ids: list[list[int]], batch_size: int, progress: bool = True, desc: str = "forward",
+    lm: models.LoadedModel, ids: list[list[int]], batch_size: int | None, progress: bool = True, desc: str = "forward",
     *, batches: list[list[int]] | None = None, pad: int | None = None, width: int | None = None,
 ) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
     """The one batching loop: yield ``(sample indices, input_ids, attention_mask)`` per batch,
     length-sorted and right-padded.
 
     ``batches`` replaces the length-sorted plan of ``batch_size`` samples by a caller's (lists of sample
-    indices); ``pad`` the tokenizer's padding id; ``width`` pads every batch to that many tokens instead of its
-    longest sample (the official Fisher notebook pads every sentence to the longest of the whole set)."""
+    indices; ``batch_size`` is then ``None``, one or the other); ``pad`` the tokenizer's padding id; ``width``
+    pads every batch to that many tokens instead of its longest sample (the official Fisher notebook pads every
+    sentence to the longest of the whole set)."""
+    if (batch_size is None) == (batches is None):
+        raise ValueError("give iterate_batches either batch_size (the length-sorted plan) or batches (a caller's "
+                         f"plan), not {'both' if batches is not None else 'neither'}")
     pad = pad_id(lm.tokenizer) if pad is None else pad
-    plan = length_sorted_batches([len(x) for x in ids], batch_size) if batches is None else batches
-    for batch in tqdm(plan, desc=desc, disable=not progress, file=sys.stderr, leave=False):
+    plan = batches
+    if batch_size is not None:
+        plan = length_sorted_batches([len(x) for x in ids], batch_size)
+    for batch in tqdm(plan or [], desc=desc, disable=not progress, file=sys.stderr, leave=False):
         input_ids, mask = pad_batch([ids[i] for i in batch], pad, width)
         yield batch, input_ids, mask

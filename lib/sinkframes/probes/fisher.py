@@ -383,7 +383,7 @@ def _looped_norms(
     """One forward and backward pass per sentence, in order; norms read from the parameters' gradients."""
     model, rec = lm.model, lm.record
     out = []
-    for batch, ids, am in iterate_batches(lm, inputs.ids, 1, progress, f"{rec.ref}: Fisher ({mode})",
+    for batch, ids, am in iterate_batches(lm, inputs.ids, None, progress, f"{rec.ref}: Fisher ({mode})",
                                           batches=[[i] for i in range(len(inputs.ids))], pad=inputs.pad,
                                           width=inputs.width):
         model.zero_grad(set_to_none=True)
@@ -402,7 +402,7 @@ def _batched_norms(
     vocab = int((model.get_output_embeddings() or model.get_input_embeddings()).weight.shape[0])
     out: list[dict[str, float]] = [{} for _ in inputs.ids]
     lengths = [inputs.width or len(x) for x in inputs.ids]  # as run: faithful sentences all have the padded width
-    for batch, ids, am in iterate_batches(lm, inputs.ids, 1, progress, f"{rec.ref}: Fisher ({mode})",
+    for batch, ids, am in iterate_batches(lm, inputs.ids, None, progress, f"{rec.ref}: Fisher ({mode})",
                                           batches=fisher_batches(lengths, vocab), pad=inputs.pad, width=inputs.width):
         with per_sample.per_sample_norms(model, len(batch)) as acc:
             _losses(model, rec.causal, has_mlm_head, *inputs.tensors(batch, ids, am, lm.device), faithful).sum(
