@@ -1,4 +1,4 @@
-"""Compare the text outputs of executed pages with another copy of them.
+"""Compare the prose and text outputs of executed pages with another copy of them.
 
     python bench/compare_pages.py OLD_DIR NEW_DIR [--with-provenance] [--exact]
 
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         problems, moved = compare_counting_roundoff(old, new, skip_provenance=not args.with_provenance,
                                                     exact=args.exact)
         roundoff = f" ({moved} decimal(s) moved by one unit in the last printed digit)" if moved else ""
-        print(f"{old.name}: {'same text outputs' if not problems else f'{len(problems)} difference(s)'}{roundoff}")
+        print(f"{old.name}: {'same prose and text outputs' if not problems else f'{len(problems)} difference(s)'}{roundoff}")
         for p in problems:
             print("    " + p.replace("\n", "\n    "))
         status |= bool(problems)

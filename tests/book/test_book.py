@@ -254,6 +254,12 @@ def test_page_comparison_forgives_last_digit_roundoff_unless_exact(tmp_path):
     assert len(exact) == 1 and "0.684" in exact[0]
     # a number added to a text is a difference, round-off or not
     assert len(compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "c.ipynb")) == 1
+    prose = copy.deepcopy(nb)
+    cell = next(c for c in prose.cells if c.cell_type == "markdown")
+    cell.source += "\nA sentence the template gained."
+    nbformat.write(prose, tmp_path / "d.ipynb")
+    problems = compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "d.ipynb")
+    assert len(problems) == 1 and problems[0].startswith("markdown cell") and "gained" in problems[0]
 
 
 @pytest.fixture(scope="module")

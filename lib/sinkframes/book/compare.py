@@ -1,13 +1,13 @@
-"""Compare what two executed copies of a page show: every text output, cell by cell.
+"""Compare what two executed copies of a page show: its prose and every text output, cell by cell.
 
 Used to prove that a change of the library keeps a page's numbers (``bench/compare_pages.py``):
-figures are not compared (their bytes change with matplotlib's metadata), every ``text/plain``,
-``text/markdown``, ``text/html`` and stream output is. The provenance line, which names software
+figures are not compared (their bytes change with matplotlib's metadata), every markdown cell and every
+``text/plain``, ``text/markdown``, ``text/html`` and stream output is. The provenance line, which names software
 versions, can be excluded.
 
 Two texts match when their words are identical and each printed decimal number is the same or differs by at
-most one unit in its last printed digit (``0.684`` against ``0.685``). Round-off of float32 forward passes
-differs between CPUs (their vector units take other kernels), and an attention weight that sits on a graph
+most one unit in its last printed digit (``0.684`` against ``0.685``). The round-off of float32 forward passes
+can differ from one machine to another, and an attention weight that sits on a graph
 threshold can fall either side of it, which moves a three-digit interval bound by one unit and nothing else.
 Integers (counts, sizes, layer indices) and every word, verdicts included, must match exactly; ``exact=True``
 asks the same of decimals.
@@ -86,6 +86,17 @@ def roundoff_differences(a: str, b: str) -> int | None:
     return moved
 
 
+def _prose_differences(old: Any, new: Any) -> list[str]:
+    """The markdown cells that differ (a page's prose left behind by an edit of its template)."""
+    a = [c.source for c in old.cells if c.cell_type == "markdown"]
+    b = [c.source for c in new.cells if c.cell_type == "markdown"]
+    if len(a) != len(b):
+        return [f"{len(a)} markdown cells against {len(b)}"]
+    return [f"markdown cell {k}:\n" + "\n".join(difflib.unified_diff(x.splitlines(), y.splitlines(), "old", "new",
+                                                                    lineterm="", n=0))
+            for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+
+
 def compare_notebooks(old: Path | str, new: Path | str, skip_provenance: bool = True, exact: bool = False
                       ) -> list[str]:
     """Human-readable differences between the text outputs of two executed notebooks (empty: same); unless
@@ -98,9 +109,9 @@ def compare_counting_roundoff(old: Path | str, new: Path | str, skip_provenance:
                               ) -> tuple[list[str], int]:
     """:func:`compare_notebooks`'s differences, and how many printed decimals moved by one unit in their last
     digit in the outputs that otherwise match."""
-    a = text_outputs(nbformat.read(str(old), as_version=4), skip_provenance)
-    b = text_outputs(nbformat.read(str(new), as_version=4), skip_provenance)
-    problems = []
+    nb_old, nb_new = nbformat.read(str(old), as_version=4), nbformat.read(str(new), as_version=4)
+    a, b = text_outputs(nb_old, skip_provenance), text_outputs(nb_new, skip_provenance)
+    problems = _prose_differences(nb_old, nb_new)
     moved = 0
     if len(a) != len(b):
         problems.append(f"{len(a)} text outputs in {old}, {len(b)} in {new}")
