@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         problems, moved = compare_counting_roundoff(old, new, skip_provenance=not args.with_provenance,
                                                     exact=args.exact)
         roundoff = f" ({moved} decimal(s) moved by one unit in the last printed digit)" if moved else ""
-        print(f"{old.name}: {'same prose and text outputs' if not problems else f'{len(problems)} difference(s)'}{roundoff}")
+        verdict = "same prose and text outputs" if not problems else f"{len(problems)} difference(s)"
+        print(f"{old.name}: {verdict}{roundoff}")
         for p in problems:
             print("    " + p.replace("\n", "\n    "))
         status |= bool(problems)
