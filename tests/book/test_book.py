@@ -188,18 +188,23 @@ def test_provenance_check_fails_on_a_page_without_or_with_a_wrong_provenance_lin
     ]
 
 
+def _first_plain_output(nb):
+    """The first ``text/plain`` output of ``nb`` other than the provenance line (to edit in place)."""
+    return next(
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "text/plain" in o.get("data", {}) and "Produced by" not in json.dumps(o)
+    )
+
+
 def test_page_comparison_sees_a_changed_number_and_ignores_figures(tmp_path):
     nb = _first_page()
     nbformat.write(nb, tmp_path / "a.ipynb")
     assert compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "a.ipynb") == []
     changed = copy.deepcopy(nb)
-    cell, out = next(
-        (c, o)
-        for c in changed.cells
-        if c.cell_type == "code"
-        for o in c.outputs
-        if "text/plain" in o.get("data", {}) and "Produced by" not in json.dumps(o)
-    )
+    out = _first_plain_output(changed)
     out["data"]["text/plain"] = out["data"]["text/plain"] + " 0.001"
     nbformat.write(changed, tmp_path / "b.ipynb")
     problems = compare.compare_notebooks(tmp_path / "a.ipynb", tmp_path / "b.ipynb")
@@ -238,13 +243,7 @@ def test_page_comparison_forgives_last_digit_roundoff_unless_exact(tmp_path):
     nb = _first_page()
     nbformat.write(nb, tmp_path / "a.ipynb")
     moved = copy.deepcopy(nb)
-    out = next(
-        o
-        for c in moved.cells
-        if c.cell_type == "code"
-        for o in c.outputs
-        if "text/plain" in o.get("data", {}) and "Produced by" not in json.dumps(o)
-    )
+    out = _first_plain_output(moved)
     out["data"]["text/plain"] = out["data"]["text/plain"] + " 0.685"
     nbformat.write(moved, tmp_path / "b.ipynb")
     out["data"]["text/plain"] = out["data"]["text/plain"][: -len("0.685")] + "0.684"

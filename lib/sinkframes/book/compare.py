@@ -99,7 +99,7 @@ def _prose_differences(old: Any, new: Any) -> list[str]:
 
 def compare_notebooks(old: Path | str, new: Path | str, skip_provenance: bool = True, exact: bool = False
                       ) -> list[str]:
-    """Human-readable differences between the text outputs of two executed notebooks (empty: same); unless
+    """Human-readable differences between the prose and text outputs of two executed notebooks (empty: same); unless
     ``exact``, a decimal that moved by one unit in its last printed digit is not a difference
     (:func:`roundoff_differences`)."""
     return compare_counting_roundoff(old, new, skip_provenance, exact)[0]

@@ -185,12 +185,13 @@ def train_lm(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: 
 
 def _save_state(path: Path, state: dict[str, Any]) -> None:
     """Write ``state`` to ``path`` whole or not at all (a run stopped while saving keeps its previous state)."""
-    import os
+    import io
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    from ..cache import atomic_write_bytes
+
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def resume_state(path: Path, recipe: LMRecipe) -> dict[str, Any] | None:
@@ -318,7 +319,7 @@ def scout(recipe: LMRecipe, docs: Sequence[tuple[str, str]], log: Path = SCOUT_L
     (continued from when it exists; the header line is written when the run starts from step 0)."""
     train, held, vocab_size, bos = token_streams(docs, recipe.vocab)
     log.parent.mkdir(parents=True, exist_ok=True)
-    if checkpoint is None or resume_state(checkpoint, recipe) is None:
+    if checkpoint is None or not checkpoint.exists():  # a state there is checked by train_lm before any probe
         _log(log, {"recipe": recipe.name, "config": recipe_dict(recipe), "train_tokens": int(train.size),
                    "torch": torch.__version__})
     _, records = train_lm(recipe, train, held, vocab_size, bos, log=log, progress=progress, checkpoint=checkpoint,
