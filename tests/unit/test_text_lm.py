@@ -44,6 +44,7 @@ def test_the_probe_reads_the_first_token_share_of_a_known_sink():
         w[0:16, 1] = 30.0  # head 0's query reads the text direction
         w[32:48, 0] = 30.0  # head 0's key reads the BOS direction
     rec = T.probe_shares(model, ids)
+    assert rec["head_share"][0][0] > 0.99 and rec["head_share"][0][1] == pytest.approx(uniform, abs=1e-4)
     assert rec["best_head"][0] > 0.99 and rec["first_share"][0] == pytest.approx((rec["best_head"][0] + uniform) / 2,
                                                                                 abs=1e-3)
 
@@ -79,6 +80,16 @@ def test_a_run_made_in_pieces_from_its_saved_state_equals_one_uninterrupted_run(
     resumes = [x for x in lines if "resumed_at" in x]
     assert [x["resumed_at"] for x in resumes] == [0, 10, 20, 30] and all(x["probe_reproduced"] for x in resumes)
     assert [x["step"] for x in lines if "step" in x] == [0, 10, 20, 30]  # no probe logged twice
+    # a state saved before the probe measured every head is still checked on the fields it has
+    early = tmp_path / "early.pt"
+    T.train_lm(recipe, train, held, vocab, bos, probe_every=10, progress=None, checkpoint=early, stop_after_s=0.0)
+    saved = torch.load(early, weights_only=True)
+    del saved["record"]["head_share"]
+    torch.save(saved, early)
+    T.train_lm(recipe, train, held, vocab, bos, probe_every=10, progress=None, checkpoint=early, stop_after_s=0.0,
+               log=log)
+    assert json.loads(log.read_text().splitlines()[-2]) == {"recipe": "t", "resumed_at": 0, "probe_reproduced": True,
+                                                            "torch": torch.__version__}
     other = recipe.with_(lr=1e-2)
     with pytest.raises(ValueError, match="holds a run of"):
         T.train_lm(other, train, held, vocab, bos, progress=None, checkpoint=state)
@@ -107,21 +118,27 @@ def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(
               "wall": 60, "cpu": 120},
              {"recipe": "hot", "config": T.recipe_dict(hot), "train_tokens": 10, "torch": "x"},
              {"recipe": "hot", "step": 250, "loss": 4.0, "first_share": [0.7, 0.1], "best_head": [0.9, 0.2],
-              "wall": 60, "cpu": 60}]
+              "wall": 60, "cpu": 60},
+             {"recipe": "hot", "step": 500, "loss": 4.0, "first_share": [0.6, 0.1], "best_head": [0.9, 0.2],
+              "head_share": [[0.9, 0.3], [0.2, 0.0]], "wall": 60, "cpu": 60}]
     log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     heads, records = T.load_scouts(log)
-    assert set(heads) == {"base", "hot"} and len(records) == 6  # a continuation line is no probe
+    assert set(heads) == {"base", "hot"} and len(records) == 8  # a continuation line is no probe
     assert [r["resumed_at"] for r in heads["base"]["resumes"]] == [0] and heads["hot"]["resumes"] == []
     table = R.scout_table(heads, records).set_index("recipe")
     assert table.loc["base", "changes"] == "none (the base recipe)"
     assert table.loc["hot", "changes"] == "steps 500, lr 0.01"  # in the order of the recipe's fields
     assert table.loc["base", "steps"] == "250 of 4000 (stopped), in 2 pieces"
-    assert table.loc["hot", "steps"] == "250 of 500 (stopped)"
+    assert table.loc["hot", "steps"] == 500
+    # heads counted at the last probe that measured them: 0.3 itself is not above 0.3
+    counted = "heads above 0.3 (step)"
+    assert table.loc["hot", counted] == "1 of 4 (500)" and table.loc["base", counted] == ""
+    assert R.sink_heads(records[records["recipe"] == "hot"], eps=0.1) == (500, 3, 4)
     differed = {**heads, "base": {**heads["base"], "resumes": [{"resumed_at": 0, "probe_reproduced": False}]}}
     assert R.scout_table(differed, records).set_index("recipe").loc["base", "steps"].endswith(
         "in 2 pieces (a continued probe differed)")
     assert table.loc["base", "largest layer share"] == 0.2 and table.loc["base", "largest head share"] == 0.6
-    assert table.loc["base", "layer share at the end"] == 0.2 and table.loc["hot", "layer share at the end"] == 0.7
+    assert table.loc["base", "layer share at the end"] == 0.2 and table.loc["hot", "layer share at the end"] == 0.6
     assert not table.loc["base", "sink formed"] and table.loc["hot", "sink formed"]
     assert table.loc["base", "CPU-minutes"] == 2.0
     assert R.uniform_first_share(2) == 0.5 and abs(R.uniform_first_share(128) - 0.0349) < 1e-4

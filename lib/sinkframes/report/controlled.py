@@ -94,12 +94,30 @@ def uniform_first_share(window: int) -> float:
     return float(sum(1 / (q + 1) for q in range(1, window)) / (window - 1))
 
 
+#: Gu et al. (ICLR 2025) count a head as a sink when its first-token share exceeds this (their epsilon)
+SINK_HEAD_SHARE = 0.3
+
+
+def sink_heads(g: pd.DataFrame, eps: float = SINK_HEAD_SHARE) -> tuple[int, int, int] | None:
+    """``(step, heads whose first-token share exceeds eps, heads)`` at the last probe of one recipe's records
+    ``g`` that measured every head; ``None`` when none did. Gu et al.'s ``Sink_1`` metric is the fraction; their
+    share also counts the first query's attention to itself (1/T more) and is measured on 64 tokens."""
+    measured = g[g["head_share"].notna()] if "head_share" in g else g.iloc[0:0]
+    if measured.empty:
+        return None
+    step = int(measured["step"].max())
+    shares = np.concatenate([np.asarray(h, dtype=float) for h in measured[measured["step"] == step]["head_share"]])
+    return step, int((shares > eps).sum()), int(shares.size)
+
+
 def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed: float = 0.5) -> pd.DataFrame:
     """One row per recipe of the natural-text search: what it changes from the base recipe, how far it ran,
     its last held-out loss, the largest layer share at its last probe, the largest layer and single-head
     first-token shares it reached at any probe, the share uniform causal attention gives the first token over
-    the recipe's window, and whether a sink formed (a layer's head-mean share above ``formed`` at some probe).
-    A run continued from its saved state says in how many pieces it was made."""
+    the recipe's window, whether a sink formed (a layer's head-mean share above ``formed`` at some probe), and
+    how many heads exceed Gu et al.'s 0.3 at the last probe that measured every head (:func:`sink_heads`; empty
+    for runs logged before heads were measured). A run continued from its saved state says in how many pieces it
+    was made."""
     from ..training.text_lm import changes_from_base
 
     rows = []
@@ -121,8 +139,16 @@ def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed:
                      "largest layer share": float(g["first_share"].max()),
                      "largest head share": float(g["best_head"].max()),
                      "uniform share": uniform_first_share(recipe_window(head)),
-                     "sink formed": bool(g["first_share"].max() > formed)})
+                     "sink formed": bool(g["first_share"].max() > formed),
+                     f"heads above {SINK_HEAD_SHARE:g} (step)": _sink_heads_words(sink_heads(g))})
     return pd.DataFrame(rows)
+
+
+def _sink_heads_words(counted: tuple[int, int, int] | None) -> str:
+    if counted is None:
+        return ""
+    step, above, total = counted
+    return f"{above} of {total} ({step})"
 
 
 def recipe_window(head: dict[str, Any]) -> int:

@@ -40,6 +40,8 @@ from .tiny import Block, RMSNorm, TinyConfig, rope_angles
 BOS = "<s>"
 PROBE_SEED = 12345
 PROBE_WINDOWS = 32
+#: what a probe measures (:func:`probe_shares`), saved with a run's state to check a continued run
+PROBE_FIELDS = ("loss", "first_share", "best_head", "head_share")
 #: where the scouting runs' probe records are kept (one JSON object per line)
 SCOUT_LOG = Path(__file__).resolve().parents[1] / "data" / "text_lm" / "scouts.jsonl"
 
@@ -136,15 +138,16 @@ def lm_loss(model: TinyLM, ids: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def probe_shares(model: TinyLM, ids: torch.Tensor) -> dict[str, Any]:
-    """Held-out loss and, per layer, the first-token share (mean over heads and queries 1..n-1) and the
-    largest single head's share."""
+    """Held-out loss and, per layer, the first-token share (mean over heads and queries 1..n-1), the
+    largest single head's share, and every head's share (``head_share``: ``[layer][head]``)."""
     model.eval()
     logits, w = model(ids)  # w [batch, layer, head, query, key]
     loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
     model.train()
     first = w[:, :, :, 1:, 0].mean((0, 3))  # [layer, head]
     return {"loss": round(float(loss), 4), "first_share": [round(float(v), 4) for v in first.mean(1)],
-            "best_head": [round(float(v), 4) for v in first.max(1).values]}
+            "best_head": [round(float(v), 4) for v in first.max(1).values],
+            "head_share": [[round(float(v), 4) for v in layer] for layer in first]}
 
 
 
@@ -234,7 +237,7 @@ def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: in
         gen.set_state(saved["generator"])
         first, wall0, cpu_before = int(saved["step"]), float(saved["wall"]), float(saved["cpu"])
         again = probe_shares(model, probe_ids)
-        same = all(again[k] == saved["record"][k] for k in again)
+        same = all(again[k] == saved["record"][k] for k in saved["record"])  # a state saved before head_share
         _log(log, {"recipe": recipe.name, "resumed_at": first, "probe_reproduced": same, "torch": torch.__version__})
         if progress:
             progress(f"{recipe.name}: continued from step {first} ({checkpoint}); its probe "
@@ -254,7 +257,7 @@ def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: in
                 _save_state(checkpoint, {"recipe": recipe_dict(recipe), "step": step, "model": model.state_dict(),
                                          "optimizer": opt.state_dict(), "schedule": sched.state_dict(),
                                          "generator": gen.get_state(), "wall": rec["wall"], "cpu": rec["cpu"],
-                                         "record": {k: rec[k] for k in ("loss", "first_share", "best_head")}})
+                                         "record": {k: rec[k] for k in PROBE_FIELDS}})
             if stop_after_s is not None and step < recipe.steps and time.perf_counter() - start >= stop_after_s:
                 if progress:
                     progress(f"{recipe.name}: stopped at step {step} of {recipe.steps}; its state is in {checkpoint}")
@@ -295,6 +298,9 @@ SCOUTS: dict[str, LMRecipe] = {r.name: r for r in (
     # four times its steps, whose cosine decay is slower (at step 8000 its rate is 0.94 of the peak, against
     # base-12k's 0.33), made in pieces from its saved state
     BASE.with_(name="base-48k", steps=48000),
+    # weight decay was the strongest lever on the sink in Gu et al.'s controlled pre-training (ICLR 2025: 0.5 gave
+    # 41 % of heads against 18 % at 0.1); wd0.5 was stopped at step 1250, before base's shares began to rise
+    BASE.with_(name="wd0.5-48k", steps=48000, weight_decay=0.5),
 )}
 
 
@@ -330,7 +336,8 @@ def scout(recipe: LMRecipe, docs: Sequence[tuple[str, str]], log: Path = SCOUT_L
 def load_scouts(log: Path = SCOUT_LOG) -> tuple[dict[str, dict[str, Any]], Any]:
     """The scouting log: ``({recipe: its header (config, training tokens, torch, and ``resumes``: the lines of
     the points where the run was continued from its checkpoint)}, records)``, the records a table with one row
-    per probe and layer (``recipe, step, cpu, loss, layer, first_share, best_head``)."""
+    per probe and layer (``recipe, step, cpu, loss, layer, first_share, best_head, head_share``; ``head_share``,
+    the layer's per-head shares, is ``None`` on probes logged before it was measured)."""
     import pandas as pd
 
     heads: dict[str, dict[str, Any]] = {}
@@ -343,9 +350,11 @@ def load_scouts(log: Path = SCOUT_LOG) -> tuple[dict[str, dict[str, Any]], Any]:
         if "resumed_at" in rec:
             heads[rec["recipe"]]["resumes"].append(rec)
             continue
-        for layer, (share, best) in enumerate(zip(rec["first_share"], rec["best_head"], strict=True)):
+        per_head = rec.get("head_share") or [None] * len(rec["first_share"])
+        for layer, (share, best, heads_) in enumerate(zip(rec["first_share"], rec["best_head"], per_head,
+                                                          strict=True)):
             rows.append({"recipe": rec["recipe"], "step": rec["step"], "cpu": rec["cpu"], "loss": rec["loss"],
-                         "layer": layer, "first_share": share, "best_head": best})
+                         "layer": layer, "first_share": share, "best_head": best, "head_share": heads_})
     return heads, pd.DataFrame(rows)
 
 
