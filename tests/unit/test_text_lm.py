@@ -156,3 +156,36 @@ def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(
         128: R.uniform_first_share(128), 256: R.uniform_first_share(256)}
     takeaway = R.scout_takeaway(both)  # base (128 tokens, 0.2) and wide (256 tokens, 0.3): wide is the larger
     assert "(wide)" in takeaway and f"{R.uniform_first_share(256):.3f}" in takeaway and "over its window" in takeaway
+
+
+def test_extra_training_text_leaves_the_held_out_windows_as_they_were(tmp_path):
+    kernel = [(f"k{i}.rst", "The driver probes the device and maps its registers. " * 10) for i in range(5)]
+    train, held, _, _ = T.token_streams(DOCS, vocab=0)
+    more, held_more, _, _ = T.token_streams(DOCS, vocab=0, extra=kernel)
+    assert np.array_equal(held, held_more) and more.size == train.size + sum(len(t) for _, t in kernel)
+    recipe = T.BASE.with_(name="k", text="python+kernel")
+    assert T.recipe_dict(recipe)["text"] == "python+kernel" and "text" not in T.recipe_dict(T.BASE)
+    assert T.changes_from_base(T.recipe_dict(recipe)) == "text python+kernel"
+    with pytest.raises(ValueError, match="kernel documentation"):
+        T.scout(recipe, DOCS, tmp_path / "log.jsonl", progress=None)
+    with pytest.raises(ValueError, match="unknown text"):
+        T.BASE.with_(text="wikipedia")
+
+
+def test_the_kernel_documentation_reader_skips_translations_and_unpacks_gzip(tmp_path):
+    import gzip
+
+    from sinkframes.training.emergence import TrainingError
+    from sinkframes.training.kernel_docs import read_kernel_docs
+
+    (tmp_path / "PCI").mkdir()
+    (tmp_path / "translations" / "it_IT").mkdir(parents=True)
+    (tmp_path / "PCI" / "pci.rst.gz").write_bytes(gzip.compress("How to write PCI drivers".encode()))
+    (tmp_path / "index.rst").write_text("The kernel's documentation")
+    (tmp_path / "translations" / "it_IT" / "index.rst.gz").write_bytes(gzip.compress(b"La documentazione"))
+    (tmp_path / "conf.py.gz").write_bytes(gzip.compress(b"project = 'kernel'"))
+    assert read_kernel_docs(tmp_path) == [("PCI/pci.rst", "How to write PCI drivers"),
+                                          ("index.rst", "The kernel's documentation")]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TrainingError, match="no .rst"):
+        read_kernel_docs(tmp_path / "empty")

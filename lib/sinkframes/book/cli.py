@@ -167,7 +167,7 @@ def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
 
     from ..config import cache_root
     from ..training import emergence as em
-    from ..training import text_lm
+    from ..training import kernel_docs, text_lm
 
     unknown = [r for r in args.recipes if r not in text_lm.SCOUTS]
     if unknown:
@@ -179,9 +179,14 @@ def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
             (states / f"{name}.pt").unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         docs = em.default_text(Path(args.text_dir) if args.text_dir else None, Path(tmp))
+        kernel: list[tuple[str, str]] = []
+        if any(text_lm.SCOUTS[name].text == "python+kernel" for name in args.recipes):
+            kernel = (kernel_docs.read_kernel_docs(Path(args.kernel_dir)) if args.kernel_dir
+                      else kernel_docs.fetch_kernel_docs(Path(tmp) / "kernel"))
     stop = None if args.minutes is None else 60.0 * args.minutes
     for name in args.recipes:
-        text_lm.scout(text_lm.SCOUTS[name], docs, log, checkpoint=states / f"{name}.pt", stop_after_s=stop)
+        text_lm.scout(text_lm.SCOUTS[name], docs, log, checkpoint=states / f"{name}.pt", stop_after_s=stop,
+                      kernel=kernel)
     print(f"probe records appended to {log}; each run's state is in {states}")
     return 0
 
@@ -298,6 +303,9 @@ def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argum
     st.add_argument("recipes", nargs="+", help="recipe names (training.text_lm.SCOUTS)")
     st.add_argument("--log", default=None, help="the JSON-lines log (default: the one the package ships)")
     st.add_argument("--text-dir", default=None, help="unpacked documentation sources instead of apt-get download")
+    st.add_argument("--kernel-dir", default=None,
+                    help="the kernel's unpacked Documentation folder, for recipes that train on it (instead of "
+                         "apt-get download)")
     st.add_argument("--checkpoint-dir", default=None,
                     help="where each run's state is kept, as <recipe>.pt (default: SINKFRAMES_CACHE/text_lm)")
     st.add_argument("--minutes", type=float, default=None,

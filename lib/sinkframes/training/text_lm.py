@@ -44,6 +44,8 @@ PROBE_WINDOWS = 32
 PROBE_FIELDS = ("loss", "first_share", "best_head", "head_share")
 #: where the scouting runs' probe records are kept (one JSON object per line)
 SCOUT_LOG = Path(__file__).resolve().parents[1] / "data" / "text_lm" / "scouts.jsonl"
+#: the training texts a recipe can name: the held-out windows are always the Python documentation's
+TEXTS = ("python", "python+kernel")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,12 @@ class LMRecipe:
     grad_clip: float = 1.0
     position: str = "rope"
     seed: int = 0
+    #: the training text: the Python documentation, or with the kernel's documentation added (:data:`TEXTS`)
+    text: str = "python"
+
+    def __post_init__(self) -> None:
+        if self.text not in TEXTS:
+            raise ValueError(f"unknown text {self.text!r}; choose from {TEXTS}")
 
     def config(self, vocab_size: int) -> TinyConfig:
         return TinyConfig(vocab_size, 0, position=self.position, attention="softmax", causal=True,
@@ -274,7 +282,12 @@ def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: in
 
 
 def recipe_dict(recipe: LMRecipe) -> dict[str, Any]:
-    return asdict(recipe)
+    """The recipe's fields; ``text`` only when it is not the Python documentation alone, so that the logs and
+    saved states written before recipes named their text still match their recipes."""
+    fields = asdict(recipe)
+    if fields["text"] == "python":
+        del fields["text"]
+    return fields
 
 
 BASE = LMRecipe("base")
@@ -301,15 +314,19 @@ SCOUTS: dict[str, LMRecipe] = {r.name: r for r in (
     # weight decay was the strongest lever on the sink in Gu et al.'s controlled pre-training (ICLR 2025: 0.5 gave
     # 41 % of heads against 18 % at 0.1); wd0.5 was stopped at step 1250, before base's shares began to rise
     BASE.with_(name="wd0.5-48k", steps=48000, weight_decay=0.5),
+    # Gu et al.'s other lever: more unique data (fewer training tokens gave fewer sink heads at the same steps);
+    # the kernel's documentation added to the training text, about three times the tokens (held-out text unchanged)
+    BASE.with_(name="kernel-48k", steps=48000, text="python+kernel"),
 )}
 
 
-def token_streams(docs: Sequence[tuple[str, str]], vocab: int, holdout_every: int = 20
-                  ) -> tuple[np.ndarray, np.ndarray, int, int]:
+def token_streams(docs: Sequence[tuple[str, str]], vocab: int, holdout_every: int = 20,
+                  extra: Sequence[tuple[str, str]] = ()) -> tuple[np.ndarray, np.ndarray, int, int]:
     """``(training stream, held-out stream, vocabulary size, BOS id)`` of the documents (every
     ``holdout_every``-th held out), tokenized by a BPE of ``vocab`` entries trained on the training part
-    (bytes when ``vocab`` is 0)."""
-    train = [t for i, (_, t) in enumerate(docs) if i % holdout_every != holdout_every - 1]
+    (bytes when ``vocab`` is 0). ``extra`` documents are added to the training part only, so that the held-out
+    windows stay those of ``docs``."""
+    train = [t for i, (_, t) in enumerate(docs) if i % holdout_every != holdout_every - 1] + [t for _, t in extra]
     held = [t for i, (_, t) in enumerate(docs) if i % holdout_every == holdout_every - 1]
     if not vocab:
         return encode(train, None), encode(held, None), 257, 256
@@ -319,11 +336,15 @@ def token_streams(docs: Sequence[tuple[str, str]], vocab: int, holdout_every: in
 
 def scout(recipe: LMRecipe, docs: Sequence[tuple[str, str]], log: Path = SCOUT_LOG,
           progress: Callable[[str], None] | None = print, checkpoint: Path | None = None,
-          stop_after_s: float | None = None) -> list[dict[str, Any]]:
+          stop_after_s: float | None = None, kernel: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
     """Train ``recipe`` and append its probe records (every 250 steps) to ``log``: the search for a recipe
     that forms a sink keeps its failures as well as its successes. Weights are kept only in ``checkpoint``
-    (continued from when it exists; the header line is written when the run starts from step 0)."""
-    train, held, vocab_size, bos = token_streams(docs, recipe.vocab)
+    (continued from when it exists; the header line is written when the run starts from step 0). ``kernel``: the
+    kernel's documents, needed by a recipe whose text is ``python+kernel``."""
+    if recipe.text == "python+kernel" and not kernel:
+        raise ValueError(f"{recipe.name} trains on the kernel documentation as well: pass its documents")
+    extra = kernel if recipe.text == "python+kernel" else ()
+    train, held, vocab_size, bos = token_streams(docs, recipe.vocab, extra=extra)
     log.parent.mkdir(parents=True, exist_ok=True)
     if checkpoint is None or not checkpoint.exists():  # a state there is checked by train_lm before any probe
         _log(log, {"recipe": recipe.name, "config": recipe_dict(recipe), "train_tokens": int(train.size),
@@ -362,7 +383,8 @@ def changes_from_base(config: dict[str, Any], base: LMRecipe = BASE) -> str:
     """What a recipe changes from ``base``, in words (``lr 0.01, weight decay 0.5``); ``"none"`` for the base."""
     words = {"lr": "lr", "weight_decay": "weight decay", "vocab": "vocabulary", "d_model": "width",
              "n_layers": "layers", "n_heads": "heads", "d_mlp": "MLP width", "seq_len": "window",
-             "batch_size": "batch", "steps": "steps", "position": "position encoding", "warmup": "warm-up"}
+             "batch_size": "batch", "steps": "steps", "position": "position encoding", "warmup": "warm-up",
+             "text": "text"}
     ref = recipe_dict(base)
     diffs = [f"{words.get(k, k)} {v:g}" if isinstance(v, float) else f"{words.get(k, k)} {v}"
              for k, v in config.items() if k not in ("name", "seed") and ref.get(k) != v]
