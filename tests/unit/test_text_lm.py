@@ -145,7 +145,9 @@ def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(
     assert "A sink formed under hot" in R.scout_summary(table.reset_index())
     none = R.scout_summary(table.reset_index().iloc[:1])
     assert "No recipe formed a first-token sink" in none and "0.200 (base)" in none
-    assert "against 0.035 for uniform attention over its window" in none
+    assert "against 0.035 for uniform attention over its window" in none and "head by head" not in none
+    counted = R.scout_summary(table.reset_index(), records)
+    assert "the most is 1 of 4 heads (25%; hot at step 500)" in counted
     wide = T.BASE.with_(name="wide", seq_len=256)
     table = R.scout_table({"wide": {"config": T.recipe_dict(wide)}}, records.assign(recipe="wide"))
     assert abs(table["uniform share"].iloc[0] - R.uniform_first_share(256)) < 1e-12  # each recipe's own window
@@ -180,7 +182,7 @@ def test_the_kernel_documentation_reader_skips_translations_and_unpacks_gzip(tmp
 
     (tmp_path / "PCI").mkdir()
     (tmp_path / "translations" / "it_IT").mkdir(parents=True)
-    (tmp_path / "PCI" / "pci.rst.gz").write_bytes(gzip.compress("How to write PCI drivers".encode()))
+    (tmp_path / "PCI" / "pci.rst.gz").write_bytes(gzip.compress(b"How to write PCI drivers"))
     (tmp_path / "index.rst").write_text("The kernel's documentation")
     (tmp_path / "translations" / "it_IT" / "index.rst.gz").write_bytes(gzip.compress(b"La documentazione"))
     (tmp_path / "conf.py.gz").write_bytes(gzip.compress(b"project = 'kernel'"))

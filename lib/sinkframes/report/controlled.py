@@ -165,19 +165,30 @@ def scout_uniform_shares(heads: dict[str, dict[str, Any]]) -> dict[int, float]:
     return {n: uniform_first_share(n) for n in sorted(windows)}
 
 
-def scout_summary(table: pd.DataFrame) -> str:
-    """The search in one paragraph, from its table."""
+def scout_summary(table: pd.DataFrame, records: pd.DataFrame | None = None) -> str:
+    """The search in one paragraph, from its table (and, given the probe ``records``, the most heads above Gu et
+    al.'s threshold at a recipe's last probe that measured every head)."""
     formed = table[table["sink formed"]]
     cpu = float(table["CPU-minutes"].sum())
     best = table.iloc[int(np.argmax(table["largest layer share"].to_numpy()))]
     head = (f"{len(table)} recipes, {cpu:.0f} CPU-minutes of training in all. ")
     if formed.empty:
-        return (head + f"**No recipe formed a first-token sink.** The largest layer share reached is "
+        text = (head + f"**No recipe formed a first-token sink.** The largest layer share reached is "
                 f"{best['largest layer share']:.3f} ({best['recipe']}), against {best['uniform share']:.3f} for "
                 f"uniform attention over its window and 0.5 for a formed sink; the largest single head reached "
                 f"{table['largest head share'].max():.3f}.")
-    names = ", ".join(str(r) for r in formed["recipe"])
-    return head + f"A sink formed under {names}; the largest layer share reached is {best['largest layer share']:.3f}."
+    else:
+        names = ", ".join(str(r) for r in formed["recipe"])
+        text = (head + f"A sink formed under {names}; the largest layer share reached is "
+                f"{best['largest layer share']:.3f}.")
+    counted = {str(r): c for r, g in (records.groupby("recipe", sort=False) if records is not None else [])
+               if (c := sink_heads(g)) is not None}
+    if counted:
+        recipe, (step, above, total) = max(counted.items(), key=lambda kv: kv[1][1] / kv[1][2])
+        text += (f" Counted head by head, as Gu et al. (ICLR 2025) count sinks (a head's share above "
+                 f"{SINK_HEAD_SHARE:g}), the most is {above} of {total} heads ({above / total:.0%}; {recipe} at step "
+                 f"{step}), where their 60M-parameter model trained on 5B tokens had 18 % of its heads above it.")
+    return text
 
 
 def scout_takeaway(table: pd.DataFrame) -> str:
