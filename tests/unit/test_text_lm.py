@@ -191,3 +191,23 @@ def test_the_kernel_documentation_reader_skips_translations_and_unpacks_gzip(tmp
     (tmp_path / "empty").mkdir()
     with pytest.raises(TrainingError, match="no .rst"):
         read_kernel_docs(tmp_path / "empty")
+
+
+def test_the_search_figure_gives_each_of_many_recipes_its_own_colour():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sinkframes.figures.controlled import scout_curves
+
+    names = [f"r{i}" for i in range(14)]  # more recipes than a ten-colour cycle has colours
+    records = pd.DataFrame([{"recipe": n, "step": s, "cpu": 60.0 * s, "loss": 5.0, "layer": 0,
+                             "first_share": 0.01 * i + 0.001 * s, "best_head": 0.02 * i}
+                            for i, n in enumerate(names) for s in (0, 1)])
+    fig = scout_curves(records, {128: 0.035})
+    for ax in fig.axes[:2]:
+        lines = [ln for ln in ax.get_lines() if ln.get_label() in names]
+        assert [ln.get_label() for ln in lines] == names
+        assert len({matplotlib.colors.to_hex(ln.get_color()) for ln in lines}) == len(names)
+        assert [float(ln.get_ydata()[-1]) for ln in lines][:2] == pytest.approx(
+            [0.001, 0.011] if ax is fig.axes[0] else [0.0, 0.02])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == names

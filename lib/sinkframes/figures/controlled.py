@@ -96,13 +96,14 @@ def scout_curves(records: pd.DataFrame, uniform: dict[int, float], formed: float
     and the largest single head's (right), with the formation line and, per window length in ``uniform``
     (tokens -> share), the share that uniform causal attention gives the first token."""
     _style()
-    fig, axes = plt.subplots(1, 2, figsize=(8.6, 3.4), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True, layout="constrained")
     peak = records.groupby(["recipe", "step"], sort=False).agg(cpu=("cpu", "first"), layer=("first_share", "max"),
                                                                head=("best_head", "max")).reset_index()
+    palette = plt.get_cmap("tab20")  # one distinct colour for each of up to 20 recipes (tab10 repeats after 10)
     for ax, col, title in ((axes[0], "layer", "largest layer share (mean over heads)"),
                            (axes[1], "head", "largest single head's share")):
-        for recipe, g in peak.groupby("recipe", sort=False):
-            ax.plot(g["cpu"] / 60, g[col], marker=".", label=str(recipe))
+        for i, (recipe, g) in enumerate(peak.groupby("recipe", sort=False)):
+            ax.plot(g["cpu"] / 60, g[col], marker=".", ms=3, color=palette(i % palette.N), label=str(recipe))
         for share in uniform.values():
             ax.axhline(share, color="0.5", ls=":", lw=1)
         ax.axhline(formed, color="0.3", ls="--", lw=1)
@@ -114,5 +115,6 @@ def scout_curves(records: pd.DataFrame, uniform: dict[int, float], formed: float
     lines = sorted(uniform.items(), key=lambda item: -item[1])  # highest share first
     axes[0].text(0.02, lines[0][1] + 0.02, "uniform attention over " + " / ".join(f"{n}" for n, _ in lines)
                  + " tokens", transform=axes[0].get_yaxis_transform(), fontsize=9)
-    axes[1].legend(title="recipe", fontsize=9, loc="upper right")
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, title="recipe", fontsize=9, loc="outside lower center", ncols=3)
     return finish(fig)
