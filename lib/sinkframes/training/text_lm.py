@@ -320,6 +320,9 @@ SCOUTS: dict[str, LMRecipe] = {r.name: r for r in (
     # kernel-48k's shares rose several times faster than base-48k's at equal steps (0.21 against 0.07 at step
     # 3000): the same text in the search's budget of about 45 CPU-minutes (8,000 steps, its cosine decay to match)
     BASE.with_(name="kernel-8k", steps=8000, text="python+kernel"),
+    # wd0.5-48k's first layer crossed 0.5 at step 5250 (34 CPU-minutes): weight decay 0.5 in the 45-minute
+    # budget, its cosine decay over 8,000 steps
+    BASE.with_(name="wd0.5-8k", steps=8000, weight_decay=0.5),
 )}
 
 
