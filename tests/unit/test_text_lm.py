@@ -142,7 +142,9 @@ def test_the_search_log_reads_back_into_a_table_that_says_whether_a_sink_formed(
     assert not table.loc["base", "sink formed"] and table.loc["hot", "sink formed"]
     assert table.loc["base", "CPU-minutes"] == 2.0
     assert R.uniform_first_share(2) == 0.5 and abs(R.uniform_first_share(128) - 0.0349) < 1e-4
-    assert "A sink formed under hot" in R.scout_summary(table.reset_index())
+    crossing = "layer 0, step 250, 1 CPU-minutes"
+    assert table.loc["hot", "sink formed at"] == crossing and table.loc["base", "sink formed at"] == ""
+    assert "under 1 of 2 recipes: hot (layer 0, step 250, 1 CPU-minutes)" in R.scout_summary(table.reset_index())
     none = R.scout_summary(table.reset_index().iloc[:1])
     assert "No recipe formed a first-token sink" in none and "0.200 (base)" in none
     assert "against 0.035 for uniform attention over its window" in none and "head by head" not in none

@@ -140,8 +140,19 @@ def scout_table(heads: dict[str, dict[str, Any]], records: pd.DataFrame, formed:
                      "largest head share": float(g["best_head"].max()),
                      "uniform share": uniform_first_share(recipe_window(head)),
                      "sink formed": bool(g["first_share"].max() > formed),
+                     "sink formed at": _first_crossing(g, formed),
                      f"heads above {SINK_HEAD_SHARE:g} (step)": _sink_heads_words(sink_heads(g))})
     return pd.DataFrame(rows)
+
+
+def _first_crossing(g: pd.DataFrame, formed: float) -> str:
+    """Where one recipe's records first have a layer share above ``formed``: ``layer L, step S, M CPU-minutes``
+    (empty when none does)."""
+    above = g[g["first_share"] > formed].sort_values(["step", "layer"])
+    if above.empty:
+        return ""
+    row = above.iloc[0]
+    return f"layer {int(row['layer'])}, step {int(row['step'])}, {float(row['cpu']) / 60:.0f} CPU-minutes"
 
 
 def _sink_heads_words(counted: tuple[int, int, int] | None) -> str:
@@ -178,9 +189,11 @@ def scout_summary(table: pd.DataFrame, records: pd.DataFrame | None = None) -> s
                 f"uniform attention over its window and 0.5 for a formed sink; the largest single head reached "
                 f"{table['largest head share'].max():.3f}.")
     else:
-        names = ", ".join(str(r) for r in formed["recipe"])
-        text = (head + f"A sink formed under {names}; the largest layer share reached is "
-                f"{best['largest layer share']:.3f}.")
+        when = formed["sink formed at"] if "sink formed at" in formed else [""] * len(formed)
+        names = ", ".join(f"{r} ({w})" if w else str(r) for r, w in zip(formed["recipe"], when, strict=True))
+        text = (head + f"**A first-token sink formed** (a layer's head-mean share above 0.5 on the held-out windows) "
+                f"under {len(formed)} of {len(table)} recipes: {names}. The largest layer share reached is "
+                f"{best['largest layer share']:.3f} ({best['recipe']}).")
     counted = {str(r): c for r, g in (records.groupby("recipe", sort=False) if records is not None else [])
                if (c := sink_heads(g)) is not None}
     if counted:
