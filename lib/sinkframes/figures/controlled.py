@@ -96,7 +96,7 @@ def scout_curves(records: pd.DataFrame, uniform: dict[int, float], formed: float
     and the largest single head's (right), with the formation line and, per window length in ``uniform``
     (tokens -> share), the share that uniform causal attention gives the first token."""
     _style()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(8.6, 4.8), sharey=True, layout="constrained")
     peak = records.groupby(["recipe", "step"], sort=False).agg(cpu=("cpu", "first"), layer=("first_share", "max"),
                                                                head=("best_head", "max")).reset_index()
     palette = plt.get_cmap("tab20")  # one distinct colour for each of up to 20 recipes (tab10 repeats after 10)
@@ -116,5 +116,5 @@ def scout_curves(records: pd.DataFrame, uniform: dict[int, float], formed: float
     axes[0].text(0.02, lines[0][1] + 0.02, "uniform attention over " + " / ".join(f"{n}" for n, _ in lines)
                  + " tokens", transform=axes[0].get_yaxis_transform(), fontsize=9)
     handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, title="recipe", fontsize=9, loc="outside lower center", ncols=3)
+    fig.legend(handles, labels, title="recipe", fontsize=9, loc="outside lower center", ncols=5)
     return finish(fig)
