@@ -189,8 +189,7 @@ def scout_summary(table: pd.DataFrame, records: pd.DataFrame | None = None) -> s
                 f"uniform attention over its window and 0.5 for a formed sink; the largest single head reached "
                 f"{table['largest head share'].max():.3f}.")
     else:
-        when = formed["sink formed at"] if "sink formed at" in formed else [""] * len(formed)
-        names = ", ".join(f"{r} ({w})" if w else str(r) for r, w in zip(formed["recipe"], when, strict=True))
+        names = ", ".join(f"{r} ({w})" for r, w in zip(formed["recipe"], formed["sink formed at"], strict=True))
         text = (head + f"**A first-token sink formed** (a layer's head-mean share above 0.5 on the held-out windows) "
                 f"under {len(formed)} of {len(table)} recipes: {names}. The largest layer share reached is "
                 f"{best['largest layer share']:.3f} ({best['recipe']}).")

@@ -103,17 +103,24 @@ class TrainingError(RuntimeError):
 # ----------------------------------------------------------------------------------------- text
 def fetch_doc_text(work: Path) -> list[tuple[str, str]]:
     """Download and unpack the pinned ``python3.11-doc`` package; return ``[(path, text)]`` sorted by path."""
+    unpacked = unpack_debian_package(DOC_PACKAGE, work, "--text-dir with the unpacked documentation sources")
+    return read_text_dir(unpacked / DOC_SOURCES)
+
+
+def unpack_debian_package(package: str, work: Path, instead: str) -> Path:
+    """``apt-get download`` the pinned ``package`` (``name=version``) into ``work`` and unpack it with ``dpkg-deb``
+    into ``work/unpacked``, which is returned; ``instead`` names the option a user without apt can pass."""
     work.mkdir(parents=True, exist_ok=True)
     if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
-        raise TrainingError("apt-get and dpkg-deb are needed to fetch the training text (a Debian or Ubuntu system); "
-                            "or pass --text-dir with the unpacked documentation sources")
-    proc = subprocess.run(["apt-get", "download", DOC_PACKAGE], cwd=work, capture_output=True, text=True)  # noqa: S603,S607
-    debs = sorted(work.glob("python3.11-doc_*.deb"))
+        raise TrainingError(f"apt-get and dpkg-deb are needed to fetch {package} (a Debian or Ubuntu system); "
+                            f"or pass {instead}")
+    proc = subprocess.run(["apt-get", "download", package], cwd=work, capture_output=True, text=True)  # noqa: S603,S607
+    debs = sorted(work.glob(f"{package.split('=')[0]}_*.deb"))
     if proc.returncode != 0 or not debs:
-        raise TrainingError(f"`apt-get download {DOC_PACKAGE}` failed: {proc.stderr.strip()[-400:]}. The pinned "
-                            "version may have left the archive; fetch it by hand and pass --text-dir")
+        raise TrainingError(f"`apt-get download {package}` failed: {proc.stderr.strip()[-400:]}. The pinned "
+                            f"version may have left the archive; fetch it by hand and pass {instead}")
     subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(work / "unpacked")], check=True)  # noqa: S603,S607
-    return read_text_dir(work / "unpacked" / DOC_SOURCES)
+    return work / "unpacked"
 
 
 def read_text_dir(root: Path) -> list[tuple[str, str]]:

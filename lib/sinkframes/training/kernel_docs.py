@@ -14,11 +14,9 @@ with ``apt-get download`` and unpacked with ``dpkg-deb``: every ``*.rst.gz`` und
 from __future__ import annotations
 
 import gzip
-import shutil
-import subprocess
 from pathlib import Path
 
-from .emergence import TrainingError
+from .emergence import TrainingError, unpack_debian_package
 
 KERNEL_DOC_PACKAGE = "linux-doc-6.1=6.1.192-3"
 KERNEL_DOC_ROOT = "usr/share/doc/linux-doc-6.1/Documentation"
@@ -27,18 +25,8 @@ KERNEL_DOC_ROOT = "usr/share/doc/linux-doc-6.1/Documentation"
 def fetch_kernel_docs(work: Path) -> list[tuple[str, str]]:
     """Download and unpack the pinned ``linux-doc`` package into ``work``; return its documents
     (:func:`read_kernel_docs`)."""
-    work.mkdir(parents=True, exist_ok=True)
-    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
-        raise TrainingError("apt-get and dpkg-deb are needed to fetch the kernel documentation (a Debian or Ubuntu "
-                            "system); or pass --kernel-dir with its unpacked Documentation folder")
-    proc = subprocess.run(["apt-get", "download", KERNEL_DOC_PACKAGE], cwd=work, capture_output=True,  # noqa: S603,S607
-                          text=True)
-    debs = sorted(work.glob("linux-doc-6.1_*.deb"))
-    if proc.returncode != 0 or not debs:
-        raise TrainingError(f"`apt-get download {KERNEL_DOC_PACKAGE}` failed: {proc.stderr.strip()[-400:]}. The "
-                            "pinned version may have left the archive; fetch it by hand and pass --kernel-dir")
-    subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(work / "unpacked")], check=True)  # noqa: S603,S607
-    return read_kernel_docs(work / "unpacked" / KERNEL_DOC_ROOT)
+    unpacked = unpack_debian_package(KERNEL_DOC_PACKAGE, work, "--kernel-dir with its unpacked Documentation folder")
+    return read_kernel_docs(unpacked / KERNEL_DOC_ROOT)
 
 
 def read_kernel_docs(root: Path) -> list[tuple[str, str]]:
