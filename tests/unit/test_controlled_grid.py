@@ -131,7 +131,8 @@ def _row(arch: str, position: str, attention: str, seed: int, step: int, share: 
          loss: float, final: bool, sink_step: int | None, loss_step: int | None) -> dict:
     return {"run": f"{arch}-{position}-{attention}-s{seed}", "cell": f"{arch}-{position}-{attention}",
             "architecture": arch, "position": position, "attention": attention, "seed": seed, "step": step,
-            "loss": loss, "zero_loss": 1.0, "first_share": [share, share / 2], "first_low": [share - 0.05] * 2,
+            "loss": loss, "zero_loss": 1.0, "loss_dropped": loss < 0.5, "first_share": [share, share / 2],
+            "first_low": [share - 0.05] * 2,
             "first_high": [share + 0.05] * 2, "last_share": [0.0, 0.0], "mass": [1.0, 1.0],
             "location": ["first token", "none"], "frame": frame, "formed": share - 0.05 > 0.5, "final": final,
             "sink_step": sink_step, "loss_step": loss_step}

@@ -95,14 +95,15 @@ def measure_run(spec: RunSpec, steps: list[int], folder: Path = CHECKPOINT_DIR,
         with torch.no_grad():
             prediction, w = model(ids, content)  # w [probe, layer, head, query, key]
             loss = float(task.loss(prediction, ids, content, spec.causal))
-        rows.append({"step": step, "loss": loss, "zero_loss": zero, **measure_weights(w, spec.causal)})
+        rows.append({"step": step, "loss": loss, "zero_loss": zero, "loss_dropped": loss < LOSS_DROP * zero,
+                     **measure_weights(w, spec.causal)})
     return rows
 
 
 def first_step(rows: list[dict[str, Any]], test: str) -> int | None:
     """The first checkpoint at which the sink has formed (``"sink"``) or the loss has dropped (``"loss"``)."""
     for row in rows:
-        if (row["formed"] if test == "sink" else row["loss"] < LOSS_DROP * row["zero_loss"]):
+        if row["formed" if test == "sink" else "loss_dropped"]:
             return int(row["step"])
     return None
 
@@ -187,7 +188,7 @@ def untrained(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     loss steps that row alone gives (0, or never)."""
     first = min(rows, key=lambda r: r["step"])
     sink = 0 if first["formed"] else None
-    loss = 0 if first["loss"] < LOSS_DROP * first["zero_loss"] else None
+    loss = 0 if first["loss_dropped"] else None
     return [{**first, "final": True, "sink_step": sink, "loss_step": loss}]
 
 
@@ -256,6 +257,8 @@ def label_changes(r: ModelResult, mode: Mode) -> Estimate | None:
     counts, changed = [], set()
     for s in seeds_of(r):
         base = _label(r, ref, s)
+        if base is None:  # the reference run of this seed is not (yet) trained: nothing to compare with
+            continue
         got = {p: _label(r, p, s) for p in others}
         diff = [p for p, lbl in got.items() if lbl is not None and lbl != base]
         changed.update(diff)

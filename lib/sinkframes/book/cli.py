@@ -169,10 +169,19 @@ def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
     from ..training import emergence as em
     from ..training import kernel_docs, text_lm
 
-    unknown = [r for r in args.recipes if r not in text_lm.SCOUTS]
+    recipes = {**text_lm.SCOUTS, **text_lm.GRID}
+    unknown = [r for r in args.recipes if r not in recipes]
     if unknown:
-        raise ValueError(f"unknown recipe(s) {unknown}; choose from {sorted(text_lm.SCOUTS)}")
-    log = Path(args.log) if args.log else text_lm.SCOUT_LOG
+        raise ValueError(f"unknown recipe(s) {unknown}; choose from {sorted(recipes)}")
+    grid = [r in text_lm.GRID for r in args.recipes]
+    if any(grid) and not all(grid):
+        raise ValueError("name either recipes of the search or runs of the grid, not both: they keep separate logs")
+    log = Path(args.log) if args.log else (text_lm.GRID_LOG if all(grid) else text_lm.SCOUT_LOG)
+    # the grid's runs measure their frame labels and intervals at every probe
+    extra = None
+    if all(grid):
+        from ..analyses.text_grid import probe_fields
+        extra = probe_fields
     states = Path(args.checkpoint_dir) if args.checkpoint_dir else cache_root() / "text_lm"
     if args.fresh:
         for name in args.recipes:
@@ -180,13 +189,13 @@ def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         docs = em.default_text(Path(args.text_dir) if args.text_dir else None, Path(tmp))
         kernel: list[tuple[str, str]] = []
-        if any(text_lm.SCOUTS[name].text == "python+kernel" for name in args.recipes):
+        if any(recipes[name].text == "python+kernel" for name in args.recipes):
             kernel = (kernel_docs.read_kernel_docs(Path(args.kernel_dir)) if args.kernel_dir
                       else kernel_docs.fetch_kernel_docs(Path(tmp) / "kernel"))
     stop = None if args.minutes is None else 60.0 * args.minutes
     for name in args.recipes:
-        text_lm.scout(text_lm.SCOUTS[name], docs, log, checkpoint=states / f"{name}.pt", stop_after_s=stop,
-                      kernel=kernel)
+        text_lm.scout(recipes[name], docs, log, checkpoint=states / f"{name}.pt", stop_after_s=stop,
+                      kernel=kernel, extra=extra)
     print(f"probe records appended to {log}; each run's state is in {states}")
     return 0
 
@@ -300,7 +309,9 @@ def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argum
              "(the search for a recipe that forms a sink); each run's state is saved at every probe and a run "
              "started again continues from it",
     )
-    st.add_argument("recipes", nargs="+", help="recipe names (training.text_lm.SCOUTS)")
+    st.add_argument("recipes", nargs="+",
+                    help="recipe names (training.text_lm.SCOUTS), or runs of the position-encoding grid "
+                         "(training.text_lm.GRID: grid-<position>-s<seed>, logged to their own log)")
     st.add_argument("--log", default=None, help="the JSON-lines log (default: the one the package ships)")
     st.add_argument("--text-dir", default=None, help="unpacked documentation sources instead of apt-get download")
     st.add_argument("--kernel-dir", default=None,

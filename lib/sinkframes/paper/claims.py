@@ -45,8 +45,9 @@ SECTIONS: tuple[str, ...] = (
 FAMILIES = ("llama", "qwen", "gemma", "mistral", "phi", "pythia", "bert", "xlm-roberta")
 FRAMES = ("centralized", "distributed", "bidirectional")
 #: ``training``: a model's training checkpoints (Pythia's in the paper; App. B)
-#: the controlled grid (chapter 9): both architectures, or one
-CONTROLLED = ("controlled", "controlled-decoder", "controlled-encoder")
+#: the controlled grids (chapter 9): the sink task's (both architectures, or one), and the natural-text language
+#: model's (``controlled-text``: decoders on the Python documentation)
+CONTROLLED = ("controlled", "controlled-decoder", "controlled-encoder", "controlled-text")
 #: the groups a comparison claim is about (``Claim.compares``)
 GROUPS = ("centralized vs distributed vs bidirectional", "pythia sizes")
 SUBJECTS = (*FAMILIES, *FRAMES, "decoders", "encoders", "training", *CONTROLLED, *GROUPS, "all")
@@ -339,6 +340,33 @@ CLAIMS: tuple[Claim, ...] = (
             "B.early_emergence) and learns the task (loss under half the zero-prediction loss), the sink forms no "
             "later than the loss drops: log2(sink step / loss step) below 0.5, so that a tie at the checkpoints' "
             "resolution counts as no later"),
+       null="the same grid at step 0 (an untrained run forms no sink)"),
+    # ------------------------------- the controlled grid on natural text (a small language model, chapter 9)
+    _C("3.4.encoding_decides.text", "3.4", "Sec. 3.4", "controlled-text",
+       "the position encoding decides the frame type (language models trained alike on natural text)",
+       "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
+       page="controlled_emergence", measure="controlled.label_changes", rule="above", params={"threshold": 0.5},
+       why=("the rule of 3.4.encoding_decides.trained on the language-model grid (training.text_lm.GRID: one recipe, "
+            "one data order, the runs of a seed from the same initial weights, stopped at the same step): in every "
+            "seed at least one encoding ends with another frame label than standard RoPE, the labels read on the "
+            "32 held-out windows of the run's probe"),
+       null=("the label changes between the two seeds of one encoding, and the same grid at step 0 (random "
+             "initialization)")),
+    _C("3.4.scaled_rope_bias.text", "3.4", "Sec. 3.4", "controlled-text",
+       "scaled RoPE reduces the first-token bias (language models trained alike on natural text)",
+       "reduced first-token positional bias under scaled RoPE", "", page="controlled_emergence",
+       measure="controlled.scaled_first_share_change", rule="every_below", params={"threshold": 0.0},
+       why=("the rule of 3.4.scaled_rope_bias.trained on the language-model grid: each modified-RoPE scheme ends "
+            "with a lower layer-mean first-token share than standard RoPE, paired by seed, in every seed"),
+       null="the same grid at step 0 (random initialization, the encodings already switched)"),
+    _C("B.early_emergence.text", "B", "App. B", "controlled-text", "reference frames emerge early in training",
+       "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="below",
+       params={"threshold": 0.5},
+       why=("the rule of B.early_emergence.trained on the language-model grid, with the held-out loss in place of "
+            "the task loss: in every run that forms a sink (some layer's first-token share with its lower 95 % "
+            "bound above 0.5) the sink forms no later than the loss drops, the loss having dropped at the first "
+            "probe where it has made half of its fall from step 0 to the run's last probe; log2(sink step / loss "
+            "step) below 0.5"),
        null="the same grid at step 0 (an untrained run forms no sink)"),
     _C("B.spectral_gap", "B.1", "App. B.1", "pythia sizes", "spectral-gap change across model scales",
        "non-monotonic across Pythia sizes", _RMT, page="emergence", measure="compare.rise_and_fall",
@@ -796,7 +824,9 @@ BULLETS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                                                        "3.4.absolute_bidirectional",
                                                                        "3.4.encoding_decides.trained",
                                                                        "3.4.scaled_rope_bias.trained",
-                                                                       "3.4.absolute_bidirectional.trained")),
+                                                                       "3.4.absolute_bidirectional.trained",
+                                                                       "3.4.encoding_decides.text",
+                                                                       "3.4.scaled_rope_bias.text")),
     ("Persistent homology tracks connected components", ("4.thresholds",)),
     ("Information-theoretic and value-space analyses", ("4.samples",)),
     ("The study analyzes decoder-only and encoder-only models", ("4.samples",)),
@@ -808,7 +838,8 @@ BULLETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Bidirectional frames in encoder models", ("5.3.early_topology", "5.3.connectivity_u", "5.3.kl_u",
                                                 "5.3.fisher_middle")),
     ("Value-space analysis distinguishes", _REFS3),
-    ("Topological and spectral analyses examine", ("B.early_emergence", "B.early_emergence.trained")),
+    ("Topological and spectral analyses examine", ("B.early_emergence", "B.early_emergence.trained",
+                                                   "B.early_emergence.text")),
     ("Softmax maps unbounded logits", ("A.jacobian",)),
     ("Because attention weights sum to one", ("A.jacobian", "3.2.near_vertex")),
     ("The paper argues that softmax geometry", ("A.optimal_frames",)),

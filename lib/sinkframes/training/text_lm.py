@@ -40,10 +40,10 @@ from .tiny import Block, RMSNorm, TinyConfig, rope_angles
 BOS = "<s>"
 PROBE_SEED = 12345
 PROBE_WINDOWS = 32
-#: what a probe measures (:func:`probe_shares`), saved with a run's state to check a continued run
-PROBE_FIELDS = ("loss", "first_share", "best_head", "head_share")
 #: where the scouting runs' probe records are kept (one JSON object per line)
 SCOUT_LOG = Path(__file__).resolve().parents[1] / "data" / "text_lm" / "scouts.jsonl"
+#: where the position-encoding grid's probe records are kept
+GRID_LOG = SCOUT_LOG.with_name("grid.jsonl")
 #: the training texts a recipe can name: the held-out windows are always the Python documentation's
 TEXTS = ("python", "python+kernel")
 
@@ -69,10 +69,25 @@ class LMRecipe:
     seed: int = 0
     #: the training text: the Python documentation, or with the kernel's documentation added (:data:`TEXTS`)
     text: str = "python"
+    #: the batch generator's seed (``None``: ``seed + 1000``), so that runs of several weight seeds can share one
+    #: data order
+    data_seed: int | None = None
+    #: the run ends at this step (``None``: at ``steps``), its learning-rate schedule still planned over ``steps``
+    stop_at: int | None = None
 
     def __post_init__(self) -> None:
         if self.text not in TEXTS:
             raise ValueError(f"unknown text {self.text!r}; choose from {TEXTS}")
+        if self.stop_at is not None and not 0 < self.stop_at <= self.steps:
+            raise ValueError(f"stop_at {self.stop_at} must lie in 1..steps ({self.steps})")
+
+    @property
+    def batch_seed(self) -> int:
+        return self.seed + 1000 if self.data_seed is None else self.data_seed
+
+    @property
+    def last_step(self) -> int:
+        return self.steps if self.stop_at is None else self.stop_at
 
     def config(self, vocab_size: int) -> TinyConfig:
         return TinyConfig(vocab_size, 0, position=self.position, attention="softmax", causal=True,
@@ -144,18 +159,25 @@ def lm_loss(model: TinyLM, ids: torch.Tensor) -> torch.Tensor:
     return nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
 
 
+#: what a run may measure besides :func:`probe_shares` at each probe: attention ``[batch, layer, head, query,
+#: key]`` -> JSON-able fields (the controlled grid's frame label and intervals, which live in the analyses)
+ProbeExtra = Callable[[torch.Tensor], dict[str, Any]]
+
+
 @torch.no_grad()
-def probe_shares(model: TinyLM, ids: torch.Tensor) -> dict[str, Any]:
+def probe_shares(model: TinyLM, ids: torch.Tensor, extra: ProbeExtra | None = None) -> dict[str, Any]:
     """Held-out loss and, per layer, the first-token share (mean over heads and queries 1..n-1), the
-    largest single head's share, and every head's share (``head_share``: ``[layer][head]``)."""
+    largest single head's share, and every head's share (``head_share``: ``[layer][head]``); then the fields
+    ``extra`` computes from the same attention."""
     model.eval()
     logits, w = model(ids)  # w [batch, layer, head, query, key]
     loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
     model.train()
     first = w[:, :, :, 1:, 0].mean((0, 3))  # [layer, head]
-    return {"loss": round(float(loss), 4), "first_share": [round(float(v), 4) for v in first.mean(1)],
-            "best_head": [round(float(v), 4) for v in first.max(1).values],
-            "head_share": [[round(float(v), 4) for v in layer] for layer in first]}
+    out = {"loss": round(float(loss), 4), "first_share": [round(float(v), 4) for v in first.mean(1)],
+           "best_head": [round(float(v), 4) for v in first.max(1).values],
+           "head_share": [[round(float(v), 4) for v in layer] for layer in first]}
+    return out if extra is None else {**out, **extra(w)}
 
 
 
@@ -183,15 +205,18 @@ def keep_freed_memory() -> None:
 def train_lm(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: int, bos: int,
              probe_every: int = 250, log: Path | None = None,
              progress: Callable[[str], None] | None = print, checkpoint: Path | None = None,
-             stop_after_s: float | None = None) -> tuple[TinyLM, list[dict[str, Any]]]:
+             stop_after_s: float | None = None,
+             extra: ProbeExtra | None = None) -> tuple[TinyLM, list[dict[str, Any]]]:
     """Train ``recipe`` on the token streams; returns the model and the probe record every ``probe_every`` steps.
 
     ``checkpoint``: a file the run's state is saved to at every probe, and continued from if it exists (the
     records returned and logged are then the new ones; see :func:`resume_state`). ``stop_after_s``: stop at the
-    first probe after this many wall seconds of this call (the state saved there), for a run made in pieces."""
+    first probe after this many wall seconds of this call (the state saved there), for a run made in pieces.
+    ``extra``: more to measure at each probe (:data:`ProbeExtra`)."""
     keep_freed_memory()
     with deterministic_threads(1):
-        return _train(recipe, train, held, vocab_size, bos, probe_every, log, progress, checkpoint, stop_after_s)
+        return _train(recipe, train, held, vocab_size, bos, probe_every, log, progress, checkpoint, stop_after_s,
+                      extra)
 
 
 def _save_state(path: Path, state: dict[str, Any]) -> None:
@@ -225,7 +250,8 @@ def _log(log: Path | None, line: dict[str, Any]) -> None:
 
 def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: int, bos: int, probe_every: int,
            log: Path | None, progress: Callable[[str], None] | None, checkpoint: Path | None = None,
-           stop_after_s: float | None = None) -> tuple[TinyLM, list[dict[str, Any]]]:
+           stop_after_s: float | None = None,
+           extra: ProbeExtra | None = None) -> tuple[TinyLM, list[dict[str, Any]]]:
     torch.manual_seed(recipe.seed)
     model = TinyLM(recipe.config(vocab_size))
     decay = [p for p in model.parameters() if p.ndim >= 2]
@@ -233,7 +259,7 @@ def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: in
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
                              {"params": rest, "weight_decay": 0.0}], lr=recipe.lr, betas=(0.9, 0.95))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, recipe.warmup, recipe.steps))
-    gen = torch.Generator().manual_seed(recipe.seed + 1000)
+    gen = torch.Generator().manual_seed(recipe.batch_seed)
     probe_ids = windows(held, torch.Generator().manual_seed(PROBE_SEED), PROBE_WINDOWS, recipe.seq_len, bos)
     records: list[dict[str, Any]] = []
     first, wall0, cpu_before = 0, 0.0, 0.0
@@ -244,16 +270,17 @@ def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: in
         sched.load_state_dict(saved["schedule"])
         gen.set_state(saved["generator"])
         first, wall0, cpu_before = int(saved["step"]), float(saved["wall"]), float(saved["cpu"])
-        again = probe_shares(model, probe_ids)
-        same = all(again[k] == saved["record"][k] for k in saved["record"])  # a state saved before head_share
+        again = probe_shares(model, probe_ids, extra)
+        same = all(again.get(k) == saved["record"][k] for k in saved["record"])  # older states hold fewer fields
         _log(log, {"recipe": recipe.name, "resumed_at": first, "probe_reproduced": same, "torch": torch.__version__})
         if progress:
             progress(f"{recipe.name}: continued from step {first} ({checkpoint}); its probe "
                      f"{'reproduced exactly' if same else 'differs from the saved one (other software or CPU)'}")
     start, cpu0 = time.perf_counter(), cpu_seconds()
-    for step in range(first, recipe.steps + 1):
-        if (step % probe_every == 0 or step == recipe.steps) and not (saved is not None and step == first):
-            rec = {"step": step, **probe_shares(model, probe_ids),
+    last = recipe.last_step
+    for step in range(first, last + 1):
+        if (step % probe_every == 0 or step == last) and not (saved is not None and step == first):
+            rec = {"step": step, **probe_shares(model, probe_ids, extra),
                    "wall": round(wall0 + time.perf_counter() - start, 1),
                    "cpu": round(cpu_before + cpu_seconds() - cpu0, 1)}
             records.append(rec)
@@ -265,12 +292,12 @@ def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: in
                 _save_state(checkpoint, {"recipe": recipe_dict(recipe), "step": step, "model": model.state_dict(),
                                          "optimizer": opt.state_dict(), "schedule": sched.state_dict(),
                                          "generator": gen.get_state(), "wall": rec["wall"], "cpu": rec["cpu"],
-                                         "record": {k: rec[k] for k in PROBE_FIELDS}})
-            if stop_after_s is not None and step < recipe.steps and time.perf_counter() - start >= stop_after_s:
+                                         "record": {k: v for k, v in rec.items() if k not in ("step", "wall", "cpu")}})
+            if stop_after_s is not None and step < last and time.perf_counter() - start >= stop_after_s:
                 if progress:
-                    progress(f"{recipe.name}: stopped at step {step} of {recipe.steps}; its state is in {checkpoint}")
+                    progress(f"{recipe.name}: stopped at step {step} of {last}; its state is in {checkpoint}")
                 break
-        if step == recipe.steps:
+        if step == last:
             break
         loss = lm_loss(model, windows(train, gen, recipe.batch_size, recipe.seq_len, bos))
         opt.zero_grad(set_to_none=True)
@@ -281,12 +308,17 @@ def _train(recipe: LMRecipe, train: np.ndarray, held: np.ndarray, vocab_size: in
     return model, records
 
 
+#: fields a recipe's record leaves out at their default, so that logs and saved states written before the
+#: field existed still match their recipes
+_OMITTED_AT_DEFAULT = {"text": "python", "data_seed": None, "stop_at": None}
+
+
 def recipe_dict(recipe: LMRecipe) -> dict[str, Any]:
-    """The recipe's fields; ``text`` only when it is not the Python documentation alone, so that the logs and
-    saved states written before recipes named their text still match their recipes."""
+    """The recipe's fields, less those of :data:`_OMITTED_AT_DEFAULT` that hold their default."""
     fields = asdict(recipe)
-    if fields["text"] == "python":
-        del fields["text"]
+    for key, default in _OMITTED_AT_DEFAULT.items():
+        if fields[key] == default:
+            del fields[key]
     return fields
 
 
@@ -326,6 +358,24 @@ SCOUTS: dict[str, LMRecipe] = {r.name: r for r in (
 )}
 
 
+#: the position-encoding grid: the recipe of the search that formed a sink soonest (wd0.5-48k: layer 0 above 0.5 at
+#: step 5250), every run stopped at step 8000 (its schedule barely decayed: 0.94 of the peak rate), one data order
+#: for every run; the cells differ only in the position encoding, and two weight seeds each
+GRID_BASE = SCOUTS["wd0.5-48k"].with_(stop_at=8000, data_seed=1000)
+GRID_POSITIONS = ("rope", "nope", "rope_1e6", "partial_0.25", "learned", "rope_ntk4", "partial_0.5")
+GRID_SEEDS = (0, 1)
+
+
+def grid_name(position: str, seed: int) -> str:
+    return f"grid-{position}-s{seed}"
+
+
+#: the grid's runs, seed by seed (a session that trains part of it gives every encoding of seed 0 first)
+GRID: dict[str, LMRecipe] = {
+    grid_name(p, s): GRID_BASE.with_(name=grid_name(p, s), position=p, seed=s)
+    for s in GRID_SEEDS for p in GRID_POSITIONS}
+
+
 def token_streams(docs: Sequence[tuple[str, str]], vocab: int, holdout_every: int = 20,
                   extra: Sequence[tuple[str, str]] = ()) -> tuple[np.ndarray, np.ndarray, int, int]:
     """``(training stream, held-out stream, vocabulary size, BOS id)`` of the documents (every
@@ -342,21 +392,23 @@ def token_streams(docs: Sequence[tuple[str, str]], vocab: int, holdout_every: in
 
 def scout(recipe: LMRecipe, docs: Sequence[tuple[str, str]], log: Path = SCOUT_LOG,
           progress: Callable[[str], None] | None = print, checkpoint: Path | None = None,
-          stop_after_s: float | None = None, kernel: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
+          stop_after_s: float | None = None, kernel: Sequence[tuple[str, str]] = (),
+          extra: ProbeExtra | None = None) -> list[dict[str, Any]]:
     """Train ``recipe`` and append its probe records (every 250 steps) to ``log``: the search for a recipe
     that forms a sink keeps its failures as well as its successes. Weights are kept only in ``checkpoint``
     (continued from when it exists; the header line is written when the run starts from step 0). ``kernel``: the
-    kernel's documents, needed by a recipe whose text is ``python+kernel``."""
+    kernel's documents, needed by a recipe whose text is ``python+kernel``; ``extra``: more to measure at each
+    probe."""
     if recipe.text == "python+kernel" and not kernel:
         raise ValueError(f"{recipe.name} trains on the kernel documentation as well: pass its documents")
-    extra = kernel if recipe.text == "python+kernel" else ()
-    train, held, vocab_size, bos = token_streams(docs, recipe.vocab, extra=extra)
+    added = kernel if recipe.text == "python+kernel" else ()
+    train, held, vocab_size, bos = token_streams(docs, recipe.vocab, extra=added)
     log.parent.mkdir(parents=True, exist_ok=True)
     if checkpoint is None or not checkpoint.exists():  # a state there is checked by train_lm before any probe
         _log(log, {"recipe": recipe.name, "config": recipe_dict(recipe), "train_tokens": int(train.size),
                    "torch": torch.__version__})
     _, records = train_lm(recipe, train, held, vocab_size, bos, log=log, progress=progress, checkpoint=checkpoint,
-                          stop_after_s=stop_after_s)
+                          stop_after_s=stop_after_s, extra=extra)
     return records
 
 
