@@ -136,3 +136,29 @@ def test_the_natural_text_claims_are_decided_on_the_grid_and_its_step_zero_null(
     assert found["B.early_emergence.text"].status == NOT_SUPPORTED  # the sink came a doubling after the loss
     assert not any(c.startswith(("3.4.encoding_decides.trained", "B.early_emergence.trained")) for c in found)
     assert G.grid_result(G.grid_rows({})) is None
+
+
+def test_the_page_reports_what_is_trained_and_what_it_shows(tmp_path):
+    from sinkframes.figures.controlled import text_grid_curves
+    from sinkframes.report import controlled as R
+
+    runs = {"grid-rope-s0": _records(0.8, "centralized", 4000, FAST),
+            "grid-nope-s0": _records(0.8, "centralized", None, FAST),
+            "grid-learned-s0": _records(0.8, "centralized", 4000, FAST)[:3]}
+    read = G.read_grid_log(_log(tmp_path, runs))
+    rows = G.grid_rows(read)
+    table = R.text_grid_table(rows).set_index("position")
+    assert table.loc["rope", "first_share"] == 0.8 and table.loc["rope", "first_low"] == pytest.approx(0.75)
+    assert (table.loc["rope", "sink_step"], table.loc["nope", "sink_step"]) == ("4000", "never")
+    assert table.loc["rope", "loss_step"] == "2000" and table.loc["rope", "layer"] == 0
+    progress = R.text_grid_progress(read, table.reset_index())
+    assert progress.startswith("2 of the grid's 14 runs have reached step 8000")
+    assert "`grid-learned-s0` (step 4000)" in progress and "`grid-rope-s1`" in progress
+    summary = R.text_grid_summary(table.reset_index())
+    assert "- `nope`: seed 0: **no sink**" in summary and "a sink formed at step 4000" in summary
+    assert R.text_grid_takeaway(table.reset_index()).endswith("rope 1 of 1; nope 0 of 1.")
+    text_grid_curves(rows, R.uniform_first_share(128))
+    # nothing finished: an empty table, and the page says so
+    empty = R.text_grid_table(G.grid_rows({}))
+    assert empty.empty and "nothing to compare" in R.text_grid_summary(empty)
+    assert R.text_grid_progress({}, empty).startswith("0 of the grid's 14 runs")

@@ -118,3 +118,29 @@ def scout_curves(records: pd.DataFrame, uniform: dict[int, float], formed: float
     handles, labels = axes[1].get_legend_handles_labels()
     fig.legend(handles, labels, title="recipe", fontsize=9, loc="outside lower center", ncols=5)
     return finish(fig)
+
+
+def text_grid_curves(rows: pd.DataFrame, uniform: float, formed: float = 0.5) -> Figure:
+    """The language-model grid's finished runs against training steps: the largest layer first-token share (left;
+    the formation line and the share of uniform attention dotted) and the held-out loss (right); one colour per
+    position encoding, solid for seed 0 and dashed for the others."""
+    _style()
+    fig, axes = plt.subplots(1, 2, figsize=(8.6, 4.6), layout="constrained")
+    palette = plt.get_cmap("tab10")
+    colour = {p: palette(i) for i, p in enumerate(POSITIONS)}
+    for (position, seed), g in rows.groupby(["position", "seed"], sort=False):
+        g = g.sort_values("step")
+        style = {"color": colour[str(position)], "ls": "-" if str(seed) == "0" else "--", "lw": 1.3}
+        label = f"{position}, seed {seed}"
+        axes[0].plot(g["step"], [max(f) for f in g["first_share"]], label=label, **style)
+        axes[1].plot(g["step"], g["loss"], **style)
+    axes[0].axhline(formed, color="0.3", ls="--", lw=1)
+    axes[0].axhline(uniform, color="0.5", ls=":", lw=1)
+    axes[0].text(0.02, formed + 0.02, "a sink has formed", transform=axes[0].get_yaxis_transform(), fontsize=9)
+    axes[0].text(0.02, uniform + 0.02, "uniform attention", transform=axes[0].get_yaxis_transform(), fontsize=9)
+    axes[0].set(title="largest layer first-token share", xlabel="training step", ylabel="first-token share",
+                ylim=(0, 1))
+    axes[1].set(title="held-out loss (nats per token)", xlabel="training step", yscale="log")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=9, loc="outside lower center", ncols=4)
+    return finish(fig)

@@ -210,3 +210,82 @@ def scout_takeaway(table: pd.DataFrame) -> str:
         return f"A sink formed: the largest layer share reached {best['largest layer share']:.2f}."
     return (f"No recipe came near a sink: the largest layer share reached {best['largest layer share']:.3f} "
             f"({best['recipe']}), against {best['uniform share']:.3f} for uniform attention over its window.")
+
+
+# ----------------------------------------------------------------------------- the natural-text grid
+def _peak(row: pd.Series) -> tuple[int, float, float, float]:
+    """``(layer, share, low, high)`` of the layer with the largest first-token share in one probe row."""
+    layer = int(np.argmax(row["first_share"]))
+    return layer, float(row["first_share"][layer]), float(row["first_low"][layer]), float(row["first_high"][layer])
+
+
+def text_grid_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per finished run of the language-model grid, at its last probe: the layer with the largest first-token share,
+    that share with its 95 % interval over the held-out windows, the largest last-token share, the frame label,
+    the steps at which the sink formed and the held-out loss dropped, the final held-out loss and its CPU-minutes."""
+    from ..analyses.controlled import step_of
+
+    columns = ["position", "seed", "layer", "first_share", "first_low", "first_high", "last_share", "frame",
+               "sink_step", "loss_step", "loss", "cpu_minutes"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    out = []
+    for _, r in rows[rows["final"]].iterrows():
+        layer, share, low, high = _peak(r)
+        sink, loss = step_of(r["sink_step"]), step_of(r["loss_step"])
+        out.append({"position": r["position"], "seed": int(r["seed"]), "layer": layer, "first_share": share,
+                    "first_low": low, "first_high": high, "last_share": float(max(r["last_share"])),
+                    "frame": r["frame"], "sink_step": "never" if sink is None else str(sink),
+                    "loss_step": "never" if loss is None else str(loss), "loss": float(r["loss"]),
+                    "cpu_minutes": float(r["cpu"]) / 60})
+    return pd.DataFrame(out, columns=columns)
+
+
+def text_grid_progress(runs: dict[str, list[dict[str, Any]]], table: pd.DataFrame) -> str:
+    """How much of the grid is trained: the finished runs, those stopped on the way (their last step), those not
+    started, in words."""
+    from ..training.text_lm import GRID
+
+    finished = set(zip(table["position"], table["seed"], strict=True)) if not table.empty else set()
+    partial = [f"`{name}` (step {records[-1]['step']})" for name, records in runs.items()
+               if records and (GRID[name].position, GRID[name].seed) not in finished]
+    missing = [f"`{name}`" for name in GRID if name not in runs or not runs[name]]
+    cpu = table["cpu_minutes"].sum() if not table.empty else 0.0
+    text = (f"{len(finished)} of the grid's {len(GRID)} runs have reached step {next(iter(GRID.values())).last_step} "
+            f"({cpu:.0f} CPU-minutes)")
+    if partial:
+        text += f"; stopped on the way, to be continued from their saved states: {', '.join(partial)}"
+    if missing:
+        text += f"; not yet started: {', '.join(missing)}"
+    return text + "."
+
+
+def text_grid_summary(table: pd.DataFrame) -> str:
+    """What the finished runs show, one line per encoding: did a sink form, where, how strong, with which label."""
+    if table.empty:
+        return "No run of the grid has reached its last step yet: there is nothing to compare."
+    out = []
+    for position, g in table.groupby("position", sort=False):
+        parts = []
+        for _, r in g.sort_values("seed").iterrows():
+            formed = (f"a sink formed at step {r['sink_step']}" if r["sink_step"] != "never"
+                      else "**no sink**")
+            parts.append(f"seed {r['seed']}: {formed}; layer {r['layer']} holds {r['first_share']:.2f} "
+                         f"[{r['first_low']:.2f}, {r['first_high']:.2f}] of the attention on the first token; "
+                         f"label {r['frame']}")
+        out.append(f"- `{position}`: " + "; ".join(parts))
+    return "\n".join(out)
+
+
+def text_grid_takeaway(table: pd.DataFrame) -> str:
+    """The figure's one-line reading: under which encodings a sink formed by the last step, in how many seeds."""
+    if table.empty:
+        return ""
+    from ..training.text_lm import GRID_BASE
+
+    parts = []
+    for position, g in table.groupby("position", sort=False):
+        n = int((g["sink_step"] != "never").sum())
+        parts.append(f"{position} {n} of {len(g)}")
+    return (f"Runs with a first-token sink by step {GRID_BASE.last_step}, per encoding (of the seeds trained so "
+            f"far): {'; '.join(parts)}.")
