@@ -162,3 +162,19 @@ def test_the_page_reports_what_is_trained_and_what_it_shows(tmp_path):
     empty = R.text_grid_table(G.grid_rows({}))
     assert empty.empty and "nothing to compare" in R.text_grid_summary(empty)
     assert R.text_grid_progress({}, empty).startswith("0 of the grid's 14 runs")
+
+
+def test_the_claims_wait_for_the_whole_grid_and_one_seed_gives_no_seed_null(tmp_path):
+    from sinkframes.verdicts import NULLS
+
+    one = {name: _records(0.8, "centralized", 4000, FAST) for name, r in T.GRID.items() if r.seed == 0}
+    rows = G.grid_rows(G.read_grid_log(_log(tmp_path, one)))
+    assert not G.complete(rows)
+    waiting = G.waiting(rows)
+    assert [c for c, _ in waiting] == list(G.TEXT_CLAIMS) and len(G.TEXT_CLAIMS) == 3
+    assert "7 of the grid's 14 runs" in waiting[0][1]
+    null = NULLS["seed_label_changes"](G.grid_result(rows), "corrected")
+    assert null is not None and null.undetermined  # one seed: nothing to change between
+    every = {name: _records(0.8, "centralized", 4000, FAST) for name in T.GRID}
+    rows = G.grid_rows(G.read_grid_log(_log(tmp_path, every)))
+    assert G.complete(rows) and G.waiting(rows) == []

@@ -272,6 +272,9 @@ def _seed_label_changes(r: ModelResult, mode: Mode) -> Estimate | None:
     if mode == "faithful":
         return None
     seeds = seeds_of(r)
+    if len(seeds) < 2:
+        return Estimate(math.nan, math.nan, math.nan, interval=SEED_RANGE, undetermined=True,
+                        detail="one seed: no change between seeds to measure")
     counts = []
     for i, s in enumerate(seeds):
         nxt = seeds[(i + 1) % len(seeds)]

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from ..paper.claims import CLAIMS
 from ..training.text_lm import GRID, GRID_LOG, LMRecipe, recipe_dict
 from .base import ModelResult
 from .controlled import ANALYSIS, first_step, measure_weights, untrained
@@ -27,6 +28,8 @@ from .controlled import ANALYSIS, first_step, measure_weights, untrained
 SUBJECT = "controlled-text"
 #: the held-out loss has dropped once it has made this fraction of its fall from step 0 to the last probe
 LOSS_FALL = 0.5
+#: the claims decided on this grid
+TEXT_CLAIMS = tuple(c.id for c in CLAIMS if c.subject == SUBJECT)
 
 
 def _rounded(x: Any) -> Any:
@@ -109,3 +112,22 @@ def grid_result(measured: pd.DataFrame) -> ModelResult | None:
                        data={"runs": {k: untrained(v) for k, v in runs.items()}})
     return ModelResult(analysis=ANALYSIS, record=record, n_sentences=32, data={"runs": runs, "twin": twin},
                        params={"seed": 0})
+
+
+def finished_runs(measured: pd.DataFrame) -> int:
+    return 0 if measured.empty else int(measured["run"].nunique())
+
+
+def complete(measured: pd.DataFrame) -> bool:
+    """Whether every run of the grid has reached its last step: its claims are decided on the whole grid only,
+    since the rules read every seed and every encoding and a part of the grid is not the design they were set on."""
+    return finished_runs(measured) == len(GRID)
+
+
+def waiting(measured: pd.DataFrame) -> list[tuple[str, str]]:
+    """``(claim, why)`` for each claim of the grid while the grid is not complete (none once it is)."""
+    if complete(measured):
+        return []
+    why = (f"not decided yet: {finished_runs(measured)} of the grid's {len(GRID)} runs have reached their last step, "
+           "and the rule reads all of them")
+    return [(claim, why) for claim in TEXT_CLAIMS]
