@@ -154,8 +154,9 @@ def test_the_page_reports_what_is_trained_and_what_it_shows(tmp_path):
     progress = R.text_grid_progress(read, table.reset_index())
     assert progress.startswith("2 of the grid's 14 runs have reached step 8000")
     assert "`grid-learned-s0` (step 4000)" in progress and "`grid-rope-s1`" in progress
-    summary = R.text_grid_summary(table.reset_index())
+    summary = R.text_grid_summary(table.reset_index(), rows)
     assert "- `nope`: seed 0: **no sink**" in summary and "a sink formed at step 4000" in summary
+    assert summary.endswith("At step 0 (random initialization) the same runs are labelled distributed (2 runs).")
     assert R.text_grid_takeaway(table.reset_index()).endswith("rope 1 of 1; nope 0 of 1.")
     text_grid_curves(rows, R.uniform_first_share(128))
     # nothing finished: an empty table, and the page says so

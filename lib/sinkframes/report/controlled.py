@@ -260,8 +260,9 @@ def text_grid_progress(runs: dict[str, list[dict[str, Any]]], table: pd.DataFram
     return text + "."
 
 
-def text_grid_summary(table: pd.DataFrame) -> str:
-    """What the finished runs show, one line per encoding: did a sink form, where, how strong, with which label."""
+def text_grid_summary(table: pd.DataFrame, rows: pd.DataFrame | None = None) -> str:
+    """What the finished runs show, one line per encoding: did a sink form, where, how strong, with which label;
+    with the probe ``rows``, the labels the same runs had at step 0."""
     if table.empty:
         return "No run of the grid has reached its last step yet: there is nothing to compare."
     out = []
@@ -274,6 +275,10 @@ def text_grid_summary(table: pd.DataFrame) -> str:
                          f"[{r['first_low']:.2f}, {r['first_high']:.2f}] of the attention on the first token; "
                          f"label {r['frame']}")
         out.append(f"- `{position}`: " + "; ".join(parts))
+    if rows is not None and not rows.empty:
+        start = Counter(rows[rows["step"] == 0]["frame"])
+        out.append("\nAt step 0 (random initialization) the same runs are labelled "
+                   + ", ".join(f"{label} ({n} runs)" for label, n in start.most_common()) + ".")
     return "\n".join(out)
 
 
