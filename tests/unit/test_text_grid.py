@@ -179,3 +179,13 @@ def test_the_claims_wait_for_the_whole_grid_and_one_seed_gives_no_seed_null(tmp_
     every = {name: _records(0.8, "centralized", 4000, FAST) for name in T.GRID}
     rows = G.grid_rows(G.read_grid_log(_log(tmp_path, every)))
     assert G.complete(rows) and G.waiting(rows) == []
+
+
+def test_the_scorecard_says_the_text_claims_wait_for_the_grid():
+    from sinkframes.paper.claims import CLAIMS
+    from sinkframes.report.scorecard import note_for
+
+    claim = next(c for c in CLAIMS if c.id == "B.early_emergence.text")
+    note = note_for(claim, {"decoder grid (softmax)": {"family": "controlled-decoder", "paper_frame": "controlled",
+                                                       "causal": True}}, "offline", {"controlled_emergence"})
+    assert note.startswith("not evaluated yet: chapter 9 decides it once every run of the natural-text grid")
