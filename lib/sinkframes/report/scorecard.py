@@ -56,10 +56,12 @@ def note_for(c: Claim, models: dict[str, dict], profile: str, ran: set[str]) -> 
     """Why a claim has no verdict here, and what would evaluate it ('' when it has verdicts)."""
     if c.untestable:
         return f"not evaluated: {c.untestable}"
-    if c.subject == "controlled-text" and not any(_applies(c, rec) for rec in models.values()):
-        return ("not evaluated yet: chapter 9 decides it once every run of the natural-text grid is trained "
-                "(its progress is on the page; `lib/sinkframes/data/text_lm/README.md` says how to continue it)")
+    from ..analyses.text_grid import SUBJECT as TEXT_GRID
+
     if not any(_applies(c, rec) for rec in models.values()):
+        if c.subject == TEXT_GRID:  # the page passes the grid only once every run is trained
+            return ("not evaluated yet: chapter 9 decides it once every run of the natural-text grid is trained "
+                    "(its progress is on the page; `lib/sinkframes/data/text_lm/README.md` says how to continue it)")
         return (f"not evaluated: no {c.subject} model in the `{profile}` profile; "
                 f"`python -m sinkframes build --profile paper --pages {c.page}` evaluates it")
     if c.page not in ran:
