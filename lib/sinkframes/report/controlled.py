@@ -254,7 +254,8 @@ def text_grid_progress(runs: dict[str, list[dict[str, Any]]], table: pd.DataFram
     text = (f"{len(finished)} of the grid's {len(GRID)} runs have reached step {next(iter(GRID.values())).last_step} "
             f"({cpu:.0f} CPU-minutes)")
     if partial:
-        text += f"; stopped on the way, to be continued from their saved states: {', '.join(partial)}"
+        text += (f"; stopped on the way (continued from their saved states where the machine keeps them, else "
+                 f"retrained from step 0, which logs the same probes again): {', '.join(partial)}")
     if missing:
         text += f"; not yet started: {', '.join(missing)}"
     return text + "."
