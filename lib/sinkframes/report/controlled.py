@@ -287,11 +287,11 @@ def text_grid_takeaway(table: pd.DataFrame) -> str:
     """The figure's one-line reading: under which encodings a sink formed by the last step, in how many seeds."""
     if table.empty:
         return ""
-    from ..training.text_lm import GRID_BASE
+    from ..training.text_lm import GRID, GRID_BASE
 
     parts = []
     for position, g in table.groupby("position", sort=False):
         n = int((g["sink_step"] != "never").sum())
         parts.append(f"{position} {n} of {len(g)}")
-    return (f"Runs with a first-token sink by step {GRID_BASE.last_step}, per encoding (of the seeds trained so "
-            f"far): {'; '.join(parts)}.")
+    seeds = "" if len(table) == len(GRID) else " (of the seeds trained so far)"
+    return f"Runs with a first-token sink by step {GRID_BASE.last_step}, per encoding{seeds}: {'; '.join(parts)}."
