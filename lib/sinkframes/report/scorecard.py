@@ -457,7 +457,7 @@ COMPACT_STYLE = (
     "max-width:8.5em}table.sc-compact th.m{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;"
     "vertical-align:bottom;padding:4px 1px;width:1.9em}table.sc-compact td.b{text-align:center;white-space:nowrap;"
     "padding:2px 1px;width:1.9em}table.sc-compact td.n{color:#666;font-style:italic}"
-    "table.sc-compact td.t{white-space:nowrap}table.sc-compact tr.first td{border-top:1px solid #bbb}"
+    "table.sc-compact td.t span{white-space:nowrap}table.sc-compact tr.first td{border-top:1px solid #bbb}"
     "table.sc-compact tr:target{background:#fff3b0}"
     ".sc-ok{color:#1a7f37}.sc-no{color:#c62828}.sc-nd{color:#b26a00}.sc-inc{color:#5a6b8c}.sc-ne{color:#888}"
     "table.sc-compact td.b+td.b{border-left:1px solid #e4e4e4}.sc-legend{font-size:0.85em}</style>"
