@@ -157,7 +157,15 @@ def test_the_page_reports_what_is_trained_and_what_it_shows(tmp_path):
     summary = R.text_grid_summary(table.reset_index(), rows)
     assert "- `nope`: seed 0: **no sink**" in summary and "a sink formed at step 4000" in summary
     assert summary.endswith("At step 0 (random initialization) the same runs are labelled distributed (2 runs).")
-    assert R.text_grid_takeaway(table.reset_index()).endswith("rope 1 of 1; nope 0 of 1.")
+    assert R.text_grid_takeaway(table.reset_index()).endswith(
+        "per encoding (of the seeds trained so far): rope 1 of 1; nope 0 of 1.")
+    # once every run is trained the takeaway no longer qualifies its counts
+    whole = {name: _records(0.8, "centralized", 4000 if run.position == "rope" else None, FAST)
+             for name, run in T.GRID.items()}
+    whole_rows = G.grid_rows(G.read_grid_log(_log(tmp_path, whole)))
+    assert G.complete(whole_rows)
+    assert R.text_grid_takeaway(R.text_grid_table(whole_rows)).startswith(
+        "Runs with a first-token sink by step 8000, per encoding: rope 2 of 2;")
     text_grid_curves(rows, R.uniform_first_share(128))
     # nothing finished: an empty table, and the page says so
     empty = R.text_grid_table(G.grid_rows({}))
