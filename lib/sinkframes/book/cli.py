@@ -169,17 +169,21 @@ def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
     from ..training import emergence as em
     from ..training import kernel_docs, text_lm
 
-    recipes = {**text_lm.SCOUTS, **text_lm.GRID}
+    logs = {text_lm.SCOUT_LOG: text_lm.SCOUTS, text_lm.GRID_LOG: text_lm.GRID,
+            text_lm.FORMATION_LOG: {**text_lm.FORMATION, **text_lm.LONG}}
+    recipes = {name: r for group in logs.values() for name, r in group.items()}
     unknown = [r for r in args.recipes if r not in recipes]
     if unknown:
         raise ValueError(f"unknown recipe(s) {unknown}; choose from {sorted(recipes)}")
-    grid = [r in text_lm.GRID for r in args.recipes]
-    if any(grid) and not all(grid):
-        raise ValueError("name either recipes of the search or runs of the grid, not both: they keep separate logs")
-    log = Path(args.log) if args.log else (text_lm.GRID_LOG if all(grid) else text_lm.SCOUT_LOG)
-    # the grid's runs measure their frame labels and intervals at every probe
+    named = {path for path, group in logs.items() if any(r in group for r in args.recipes)}
+    if len(named) > 1:
+        raise ValueError("name recipes of one log only (the search, the grid, or the formation test's runs): "
+                         "they keep separate logs")
+    default_log = named.pop()
+    log = Path(args.log) if args.log else default_log
+    # the grid's runs and the formation test's measure their frame labels and intervals at every probe
     extra = None
-    if all(grid):
+    if default_log != text_lm.SCOUT_LOG:
         from ..analyses.text_grid import probe_fields
         extra = probe_fields
     states = Path(args.checkpoint_dir) if args.checkpoint_dir else cache_root() / "text_lm"
@@ -310,8 +314,9 @@ def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argum
              "started again continues from it",
     )
     st.add_argument("recipes", nargs="+",
-                    help="recipe names (training.text_lm.SCOUTS), or runs of the position-encoding grid "
-                         "(training.text_lm.GRID: grid-<position>-s<seed>, logged to their own log)")
+                    help="recipe names (training.text_lm.SCOUTS), runs of the position-encoding grid "
+                         "(training.text_lm.GRID: grid-<position>-s<seed>, logged to their own log), or runs of "
+                         "the formation test (training.text_lm.FORMATION and LONG, logged to formation.jsonl)")
     st.add_argument("--log", default=None, help="the JSON-lines log (default: the one the package ships)")
     st.add_argument("--text-dir", default=None, help="unpacked documentation sources instead of apt-get download")
     st.add_argument("--kernel-dir", default=None,

@@ -376,6 +376,26 @@ GRID: dict[str, LMRecipe] = {
     for s in GRID_SEEDS for p in GRID_POSITIONS}
 
 
+#: the formation test: does a sink form by step 8000 more often under the rotary encoding than without one? Three
+#: cells of the grid (standard RoPE; no position encoding; the learned table) at five weight seeds each: seeds 0 and 1
+#: are the grid's own runs, seeds 2-4 are new runs of the same recipe, data order and probes (only the seed differs),
+#: logged to their own log
+FORMATION_POSITIONS = ("rope", "nope", "learned")
+FORMATION_SEEDS = (0, 1, 2, 3, 4)
+FORMATION_LOG = SCOUT_LOG.with_name("formation.jsonl")
+#: the formation test's new runs, seed by seed (every encoding of a seed before the next seed)
+FORMATION: dict[str, LMRecipe] = {
+    grid_name(p, s): GRID_BASE.with_(name=grid_name(p, s), position=p, seed=s)
+    for s in FORMATION_SEEDS if s not in GRID_SEEDS for p in FORMATION_POSITIONS}
+#: sooner or never: one run of each of the three cells continued to step 24,000 (the same schedule, planned over
+#: the grid's 48,000 steps, so its first 8,000 steps are the grid run's); standard RoPE at seed 1, the rotary run
+#: that had formed no sink by step 8000, and the two non-rotary cells at seed 0
+LONG_STOP = 24000
+LONG: dict[str, LMRecipe] = {
+    f"long-{p}-s{s}": GRID_BASE.with_(name=f"long-{p}-s{s}", position=p, seed=s, stop_at=LONG_STOP)
+    for p, s in (("nope", 0), ("learned", 0), ("rope", 1))}
+
+
 def token_streams(docs: Sequence[tuple[str, str]], vocab: int, holdout_every: int = 20,
                   extra: Sequence[tuple[str, str]] = ()) -> tuple[np.ndarray, np.ndarray, int, int]:
     """``(training stream, held-out stream, vocabulary size, BOS id)`` of the documents (every

@@ -1,0 +1,141 @@
+"""Does the position encoding decide whether a first-token sink forms on natural text?
+
+The natural-text grid (:data:`~sinkframes.training.text_lm.GRID`) formed a sink in 5 of its 10 rotary runs and in
+none of its 4 non-rotary runs by step 8000; two seeds cannot tell that split from chance. The test fixed here, before
+any of its new runs was trained, decides it on more seeds of three cells (:data:`~sinkframes.training.text_lm.
+FORMATION_POSITIONS` x :data:`~sinkframes.training.text_lm.FORMATION_SEEDS`):
+
+- a run *formed a sink by step 8000* when at any probe up to that step some layer's first-token share has its lower
+  95 % bound above 0.5 (the grid's ``formed`` field, :data:`~sinkframes.analyses.controlled.SINK_SHARE`);
+- rotary: standard RoPE (5 runs); non-rotary: no position encoding and the learned table (10 runs);
+- Fisher's exact test, one-sided (the rotary runs form a sink more often), at :data:`ALPHA`: the claim is supported
+  when p < 0.05 and not supported otherwise; it is decided only once all 15 runs have reached step 8000.
+
+The long runs (:data:`~sinkframes.training.text_lm.LONG`) answer *sooner or never*: the first probe at which each
+formed a sink, if any, by step 24,000. One run per cell decides nothing statistically; it is reported as observed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..training.text_lm import (
+    FORMATION,
+    FORMATION_LOG,
+    FORMATION_POSITIONS,
+    FORMATION_SEEDS,
+    GRID,
+    GRID_BASE,
+    LONG,
+    LMRecipe,
+    grid_name,
+    recipe_dict,
+)
+
+#: the test's level (one-sided)
+ALPHA = 0.05
+#: a run counts as having formed a sink when it did so at a probe up to this step (the grid's last step)
+FORMATION_STEP = GRID_BASE.last_step
+ROTARY = ("rope",)
+NON_ROTARY = ("nope", "learned")
+#: Gu et al.'s sink metric (arXiv 2410.10781): a head is a sink head when its mean attention to the first token
+#: exceeds this
+GU_THRESHOLD = 0.3
+
+
+def formed_by(records: Sequence[Mapping[str, Any]], step: int = FORMATION_STEP) -> bool:
+    """Whether some probe at or before ``step`` has the grid's ``formed`` flag."""
+    return any(bool(r["formed"]) for r in records if r["step"] <= step)
+
+
+def first_formed(records: Sequence[Mapping[str, Any]]) -> int | None:
+    """The first probe step at which the run had formed a sink, or None."""
+    return next((int(r["step"]) for r in records if r["formed"]), None)
+
+
+def sink_head_share(record: Mapping[str, Any], threshold: float = GU_THRESHOLD) -> float:
+    """Gu et al.'s metric on one probe: the share of heads whose mean attention to the first token (queries 1 to the
+    window's end, ``head_share``) exceeds ``threshold``."""
+    heads = [h for layer in record["head_share"] for h in layer]
+    return sum(h > threshold for h in heads) / len(heads)
+
+
+def read_runs(log: Path = FORMATION_LOG,
+              recipes: Mapping[str, LMRecipe] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """``{run: probe records in step order}`` from a log of the formation test's runs (a header whose recipe is not
+    the one named raises ``ValueError``: it would be compared as if trained alike)."""
+    known = {**FORMATION, **LONG} if recipes is None else dict(recipes)
+    runs: dict[str, list[dict[str, Any]]] = {}
+    if not Path(log).exists():
+        return runs
+    for line in Path(log).read_text().splitlines():
+        rec = json.loads(line)
+        name = rec["recipe"]
+        if "config" in rec:
+            if name not in known or rec["config"] != recipe_dict(known[name]):
+                raise ValueError(f"{log}: {name} was trained with {rec['config']}, which is not the test's recipe")
+            runs[name] = []
+        elif "step" in rec:
+            kept = runs.setdefault(name, [])
+            kept[:] = [r for r in kept if r["step"] < rec["step"]]
+            kept.append(rec)
+    return runs
+
+
+@dataclass(frozen=True)
+class FormationTest:
+    """The counts, the p-value and the verdict of the formation test (``verdict`` None until every run is in)."""
+
+    rotary_formed: int
+    rotary_runs: int
+    non_rotary_formed: int
+    non_rotary_runs: int
+    finished: int
+    needed: int
+    p_value: float | None
+    verdict: str | None
+
+
+def formation_cells(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per run of the test's design (position, seed): whether it has reached step 8000, whether it formed a
+    sink by then, the first step it had, and Gu et al.'s sink-head share at its last probe up to step 8000."""
+    rows = []
+    for p in FORMATION_POSITIONS:
+        for s in FORMATION_SEEDS:
+            name = grid_name(p, s)
+            records = [r for r in runs.get(name, []) if r["step"] <= FORMATION_STEP]
+            done = bool(records) and records[0]["step"] == 0 and records[-1]["step"] == FORMATION_STEP
+            rows.append({"run": name, "position": p, "seed": s, "finished": done,
+                         "formed": formed_by(records) if done else None,
+                         "sink_step": first_formed(records) if done else None,
+                         "sink_heads": sink_head_share(records[-1]) if done else None})
+    return rows
+
+
+def formation_test(rows: Sequence[Mapping[str, Any]]) -> FormationTest:
+    """Fisher's exact test, one-sided, on the rows of :func:`formation_cells`; no verdict while a run is missing."""
+    from scipy.stats import fisher_exact
+
+    done = [r for r in rows if r["finished"]]
+    rot = [r for r in done if r["position"] in ROTARY]
+    non = [r for r in done if r["position"] in NON_ROTARY]
+    a, c = sum(bool(r["formed"]) for r in rot), sum(bool(r["formed"]) for r in non)
+    p_value = verdict = None
+    if len(done) == len(rows):
+        p_value = float(fisher_exact([[a, len(rot) - a], [c, len(non) - c]], alternative="greater").pvalue)
+        verdict = "supported" if p_value < ALPHA else "not supported"
+    return FormationTest(a, len(rot), c, len(non), len(done), len(rows), p_value, verdict)
+
+
+def all_runs(grid_runs: Mapping[str, list[dict[str, Any]]],
+             formation_runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """The grid's runs of the test's cells and the test's own runs, by name (a name in both is an error)."""
+    both = set(grid_runs) & set(formation_runs)
+    if both:
+        raise ValueError(f"runs logged both in the grid's log and in the formation log: {sorted(both)}")
+    keep = {n: r for n, r in grid_runs.items() if n in GRID}
+    return {**keep, **formation_runs}

@@ -1,0 +1,86 @@
+"""The formation test (does the position encoding decide whether a sink forms on natural text?) on known cases."""
+
+from __future__ import annotations
+
+import json
+from math import comb
+
+import pytest
+
+from sinkframes.analyses import formation as fm
+from sinkframes.training import text_lm as tl
+
+
+def _records(formed_at: int | None, last: int = 8000) -> list[dict]:
+    return [{"step": s, "formed": formed_at is not None and s >= formed_at,
+             "head_share": [[0.9, 0.1], [0.2, 0.35]]} for s in range(0, last + 1, 250)]
+
+
+def _runs(formed: dict[str, int]) -> dict[str, list[dict]]:
+    """Every run of the design; ``formed`` maps position to how many of its seeds form a sink (at step 5000)."""
+    return {tl.grid_name(p, s): _records(5000 if s < formed.get(p, 0) else None)
+            for p in tl.FORMATION_POSITIONS for s in tl.FORMATION_SEEDS}
+
+
+def test_the_new_runs_differ_from_the_grid_only_in_their_seed_and_the_long_runs_only_in_their_stop():
+    for name, recipe in tl.FORMATION.items():
+        assert name not in tl.GRID and recipe.seed not in tl.GRID_SEEDS
+        assert recipe == tl.GRID_BASE.with_(name=name, position=recipe.position, seed=recipe.seed)
+    assert len(tl.FORMATION) == len(tl.FORMATION_POSITIONS) * (len(tl.FORMATION_SEEDS) - len(tl.GRID_SEEDS))
+    for recipe in tl.LONG.values():
+        grid = tl.GRID[tl.grid_name(recipe.position, recipe.seed)]
+        assert recipe.with_(name=grid.name, stop_at=grid.stop_at) == grid
+        assert recipe.last_step == tl.LONG_STOP == 3 * grid.last_step
+
+
+def test_a_clear_split_is_supported_with_the_exact_p_value():
+    rows = fm.formation_cells(_runs({"rope": 5}))
+    test = fm.formation_test(rows)
+    assert (test.rotary_formed, test.rotary_runs, test.non_rotary_formed, test.non_rotary_runs) == (5, 5, 0, 10)
+    assert test.p_value == pytest.approx(1 / comb(15, 5))
+    assert test.verdict == "supported"
+
+
+def test_a_weak_split_and_the_opposite_split_are_not_supported():
+    weak = fm.formation_test(fm.formation_cells(_runs({"rope": 2})))  # 2 of 5 against 0 of 10
+    assert weak.p_value == pytest.approx(comb(5, 2) / comb(15, 2)) and weak.verdict == "not supported"
+    three = fm.formation_test(fm.formation_cells(_runs({"rope": 3})))  # 3 of 5 against 0 of 10: p = 10 / 455
+    assert three.p_value == pytest.approx(10 / 455) and three.verdict == "supported"
+    opposite = fm.formation_test(fm.formation_cells(_runs({"nope": 5, "learned": 5})))
+    assert opposite.p_value == pytest.approx(1.0) and opposite.verdict == "not supported"
+
+
+def test_no_verdict_while_a_run_is_missing_or_short():
+    runs = _runs({"rope": 5})
+    runs[tl.grid_name("nope", 4)] = _records(None, last=7750)
+    test = fm.formation_test(fm.formation_cells(runs))
+    assert test.finished == 14 and test.needed == 15 and test.verdict is None and test.p_value is None
+    del runs[tl.grid_name("nope", 4)]
+    assert fm.formation_test(fm.formation_cells(runs)).verdict is None
+
+
+def test_a_sink_formed_after_step_8000_does_not_count_and_one_lost_later_still_counts():
+    assert not fm.formed_by(_records(8250, last=24000))
+    lost = _records(5000)
+    for r in lost[-5:]:
+        r["formed"] = False
+    assert fm.formed_by(lost) and fm.first_formed(lost) == 5000
+
+
+def test_gu_sink_head_share_counts_heads_above_the_threshold():
+    assert fm.sink_head_share({"head_share": [[0.9, 0.1], [0.2, 0.35]]}) == 0.5
+    assert fm.sink_head_share({"head_share": [[0.3, 0.3]]}) == 0.0  # above, not at
+
+
+def test_the_log_refuses_a_run_of_another_recipe(tmp_path):
+    log = tmp_path / "formation.jsonl"
+    name = tl.grid_name("rope", 2)
+    bad = tl.recipe_dict(tl.FORMATION[name].with_(lr=1e-2))
+    log.write_text(json.dumps({"recipe": name, "config": bad}) + "\n")
+    with pytest.raises(ValueError, match="not the test's recipe"):
+        fm.read_runs(log)
+    log.write_text(json.dumps({"recipe": name, "config": tl.recipe_dict(tl.FORMATION[name])}) + "\n"
+                   + "".join(json.dumps({"recipe": name, **r}) + "\n" for r in _records(None)[:3]))
+    assert [r["step"] for r in fm.read_runs(log)[name]] == [0, 250, 500]
+    with pytest.raises(ValueError, match="both"):
+        fm.all_runs({name: []}, {name: []})
