@@ -47,7 +47,7 @@ def reference_corrected_alignment(attn: torch.Tensor, value: torch.Tensor, causa
     v = expand_kv(value, attn.shape[1])  # [layer, head, token, dim]
     n = attn.shape[-1]
     s = values.cosine_matrix(v)  # [layer, head, token, token]
-    return values.pearson(attn.flatten(-2), s.flatten(-2), eligible_pairs(n, causal).flatten())
+    return values.pearson(attn.flatten(-2), s.flatten(-2), eligible_pairs(n, causal, attn.device).flatten())
 
 
 def reference_faithful_decomposition(avg_attn: torch.Tensor, hidden_in: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -93,7 +93,7 @@ def reference_corrected_decomposition(
     r = (attn.float() * refs.unsqueeze(-2)) @ v  # [layer, head, token, dim]
     o = output_heads.float()
     nr, no = r.norm(dim=-1), o.norm(dim=-1)  # [layer, head, token]
-    ok = (~refs) & values.query_rows(n, causal) & refs.any(-1, keepdim=True) & (no > 1e-12)
+    ok = (~refs) & values.query_rows(n, causal, attn.device) & refs.any(-1, keepdim=True) & (no > 1e-12)
     rel = nr / no.clamp_min(1e-12)
     cos = (r * o).sum(-1) / (nr * no).clamp_min(1e-12)
     cnt = ok.sum(-1)
@@ -129,7 +129,7 @@ def reference_corrected_summary(
 ) -> dict[str, torch.Tensor]:
     """All corrected measures of one sample: ``[layer, head]`` per head, ``[layer]`` per token mix."""
     n = attn.shape[-1]
-    rows = values.query_rows(n, causal)
+    rows = values.query_rows(n, causal, attn.device)
     h = values.row_entropy(attn, "corrected")  # [layer, head, query]
     mag = values.output_magnitude(output)  # [layer, token]
     out = {

@@ -48,14 +48,14 @@ def test_samples_start_with_a_contentless_bos_and_are_seeded():
 
 def test_rope_leaves_position_zero_and_the_unrotated_dimensions_alone():
     cfg = TinyConfig(4, 8, position="partial_0.25")
-    angles = rope_angles(cfg, 5)
+    angles = rope_angles(cfg, 5, torch.device("cpu"))
     assert angles is not None and angles.shape == (5, 2)  # a quarter of 16 dimensions: 2 pairs
     x = torch.randn(1, 1, 5, 16)
     y = apply_rope(x, angles)
     assert torch.equal(y[..., 0, :], x[..., 0, :])
     assert torch.equal(y[..., 4:], x[..., 4:])
     assert torch.allclose(y.norm(dim=-1), x.norm(dim=-1), atol=1e-6)  # a rotation keeps norms
-    assert rope_angles(TinyConfig(4, 8, position="nope"), 5) is None
+    assert rope_angles(TinyConfig(4, 8, position="nope"), 5, torch.device("cpu")) is None
 
 
 def test_without_positions_an_encoder_is_permutation_equivariant():

@@ -34,8 +34,8 @@ def test_official_layers_match_spec():
     assert inf.official_layers(6) == [0, 1, 2, 3, 4, 5]
     assert inf.official_layers(12) == [0, 1, 3, 5, 7, 9, 11]
     assert inf.official_layers(28)[:4] == [0, 1, 3, 5] and inf.official_layers(28)[-2:] == [25, 27]
-    assert inf.faithful_rows(30).tolist() == np.floor(np.linspace(0, 29, 20)).astype(int).tolist()
-    assert inf.faithful_rows(7).tolist() == list(range(7))
+    assert inf.faithful_rows(30, torch.device("cpu")).tolist() == np.floor(np.linspace(0, 29, 20)).astype(int).tolist()
+    assert inf.faithful_rows(7, torch.device("cpu")).tolist() == list(range(7))
 
 
 def test_percentile_sinks_on_first_sink():
@@ -95,7 +95,7 @@ def test_kl_change_identical_heads_is_zero_and_no_sink_is_nan():
 def test_faithful_uses_twenty_rows():
     # heads differ only on query rows outside the official 20-row subset -> faithful sees 0
     n = 40
-    rows = set(inf.faithful_rows(n).tolist())
+    rows = set(inf.faithful_rows(n, torch.device("cpu")).tolist())
     other = next(i for i in range(5, n) if i not in rows)
     a = stack(causal_uniform(n), layers=1, heads=2).clone()
     a[0, 1, other] = 0
@@ -253,7 +253,8 @@ def _reference_summary(attn: torch.Tensor, causal: bool, dtype: torch.dtype = to
     probs = inf._row_probs(a, False, dtype)  # [layer, head, query, key]
     before_rows = inf.divergence_rows(probs)  # [layer, head, query]
     f_layers = torch.tensor(inf.official_layers(n_layers))
-    f_probs = inf._row_probs(a[f_layers][:, :, inf.faithful_rows(n)], True)  # [official layer, head, row, key]
+    rows = inf.faithful_rows(n, a.device)
+    f_probs = inf._row_probs(a[f_layers][:, :, rows], True)  # [official layer, head, row, key]
     f_before = inf.inter_head_divergence(f_probs).mean(-1)
     colmass = a.double().sum(-2)  # [layer, head, key]
     for rule, cols in inf.sink_sets(a, causal).items():

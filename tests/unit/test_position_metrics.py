@@ -33,11 +33,11 @@ def _previous(n: int, layers: int = 2, heads: int = 2) -> torch.Tensor:
 
 
 def test_uniform_received_share_known_values():
-    u = uniform_received(3, causal=True)
+    u = uniform_received(3, causal=True, device=torch.device("cpu"))
     assert u[0].item() == pytest.approx((1 / 2 + 1 / 3) / 2)
     assert u[1].item() == pytest.approx(1 / 3)
     assert math.isnan(u[2].item())
-    assert torch.allclose(uniform_received(4, causal=False), torch.full((4,), 0.25))
+    assert torch.allclose(uniform_received(4, causal=False, device=torch.device("cpu")), torch.full((4,), 0.25))
 
 
 def test_sink_location_finds_the_star_and_no_sink_in_uniform_attention():

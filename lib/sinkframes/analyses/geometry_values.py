@@ -61,7 +61,7 @@ class GeometryValuesReducer:
             _require_finite(getattr(cap, name), name)
         if cap.hidden is not None:
             _require_finite(cap.hidden, "hidden states")
-        out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(cap.n_tokens)}
+        out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(cap.n_tokens, device=cap.attention.device)}
         if cap.n_tokens >= 3:
             out.update(geometry.geometry_summary(cap.query_pre, cap.query, cap.key_pre, cap.key, cap.scaling, causal))
         if cap.hidden is None:

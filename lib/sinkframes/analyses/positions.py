@@ -274,8 +274,8 @@ def null_from(result: ModelResult) -> ModelResult:
             key = (int(n), causal)
             if key not in made:
                 made[key] = REDUCER({"attention": uniform_attention(int(n), n_layers, n_heads, causal),
-                                     "hidden": torch.ones(n_layers + 1, int(n), 1), "causal": causal, "origin": 0,
-                                     "first": 0, "loss": 0.0, "pooled": None, "value_ratio": None})
+                                     "hidden": torch.ones(n_layers + 1, int(n), 1, device="cpu"), "causal": causal,
+                                     "origin": 0, "first": 0, "loss": 0.0, "pooled": None, "value_ratio": None})
             summaries.append({**made[key], "origin": int(origin), "first": int(first), "loss": float(loss)})
         passes[name] = (probe.Intervention(**run["intervention"]), summaries)
     null = from_passes({**result.record, "ref": f"null:{result.ref}"}, passes, int(result.params.get("seed", 0)))

@@ -75,7 +75,7 @@ class RMTReducer:
                 corrected = rmt.deviation_metrics(spectra, causal).reshape(n_layers, n_heads, -1)
         return {"faithful": torch.from_numpy(faithful), "corrected": torch.from_numpy(corrected),
                 "first_token_share": first_token_share(attn, causal).double().cpu(),  # [layer, head]
-                "n_tokens": torch.tensor(n)}
+                "n_tokens": torch.tensor(n, device="cpu")}
 
 
 def from_summaries(record: dict[str, Any], summaries: list[dict[str, torch.Tensor]]) -> ModelResult:

@@ -109,11 +109,12 @@ def key_norm_sweep(key_norms: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0
         raise ValueError("key_norms must be positive")
     gen = torch.Generator().manual_seed(seed)
     d = head_dim
-    u = torch.nn.functional.normalize(torch.randn(d, generator=gen, dtype=torch.float64), dim=0)  # [d]
-    content = torch.randn(n_keys - 1, d, generator=gen, dtype=torch.float64)  # [key, d]
+    # a simulation on the host, with the CPU generator
+    u = torch.nn.functional.normalize(torch.randn(d, generator=gen, dtype=torch.float64, device="cpu"), dim=0)  # [d]
+    content = torch.randn(n_keys - 1, d, generator=gen, dtype=torch.float64, device="cpu")  # [key, d]
     content = content - (content @ u).unsqueeze(1) * u  # content keys orthogonal to the sink direction
     content = torch.nn.functional.normalize(content, dim=1) * math.sqrt(d)
-    g = torch.randn(n_queries, d, generator=gen, dtype=torch.float64)  # [query, d]
+    g = torch.randn(n_queries, d, generator=gen, dtype=torch.float64, device="cpu")  # [query, d]
     margin = float(simplex.margin_for_share(target_share, n_keys))
     rows = []
     for r in key_norms:

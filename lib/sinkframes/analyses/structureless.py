@@ -29,7 +29,8 @@ def uniform_attention(n: int, n_layers: int, n_heads: int, causal: bool) -> torc
     """``[layer, head, n, n]`` rows that weigh every allowed key equally."""
     if n < 1:
         raise ValueError(f"need at least one token, got n = {n}")
-    mask = torch.tril(torch.ones(n, n)) if causal else torch.ones(n, n)  # [query, key]
+    mask = torch.ones(n, n, device="cpu")  # [query, key]: nulls are compared on the host, as results are
+    mask = torch.tril(mask) if causal else mask
     a = mask / mask.sum(-1, keepdim=True)
     return a.expand(n_layers, n_heads, n, n).contiguous()
 
@@ -38,7 +39,8 @@ def dense_attention(n: int, n_layers: int, n_heads: int, causal: bool) -> torch.
     """``[layer, head, n, n]`` with weight 1 on every allowed pair: above every threshold, a dense graph."""
     if n < 1:
         raise ValueError(f"need at least one token, got n = {n}")
-    mask = torch.tril(torch.ones(n, n)) if causal else torch.ones(n, n)  # [query, key]
+    mask = torch.ones(n, n, device="cpu")  # [query, key]: nulls are compared on the host, as results are
+    mask = torch.tril(mask) if causal else mask
     return mask.expand(n_layers, n_heads, n, n).contiguous()
 
 

@@ -159,10 +159,11 @@ def pad_batch(ids: list[list[int]], pad: int, width: int | None = None) -> tuple
         width = longest
     elif width < longest:
         raise ValueError(f"width={width} is shorter than the longest sample ({longest} tokens)")
-    input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    # built on the host from token lists; forward() moves them to the model's device once
+    input_ids = torch.full((len(ids), width), pad, dtype=torch.long, device="cpu")
+    mask = torch.zeros((len(ids), width), dtype=torch.long, device="cpu")
     for r, x in enumerate(ids):
-        input_ids[r, : len(x)] = torch.tensor(x)
+        input_ids[r, : len(x)] = torch.tensor(x, device="cpu")
         mask[r, : len(x)] = 1
     return input_ids, mask
 

@@ -156,7 +156,7 @@ def iterate_captures(
         oh = torch.stack([r["output_heads"].float() for r in recs], 1)  # [batch, layer, head, tok, dim]
         o = torch.stack([r["output"].float() for r in recs], 1)  # [batch, layer, tok, hidden]
         hid = torch.stack([h.float() for h in out.hidden_states], 1) if hidden_states else None
-        scaling = torch.tensor([r["scaling"] for r in recs])
+        scaling = torch.tensor([r["scaling"] for r in recs], device=att.device)
         for r, i in enumerate(batch):
             n = len(ids[i])
             STATS["samples"] += 1

@@ -49,10 +49,11 @@ def sentence_key(base: dict[str, Any], ids: list[int]) -> dict[str, Any]:
 def pack(att: torch.Tensor) -> dict[str, torch.Tensor]:
     """``att`` ``[layer, head, n, n]`` as stored: its lower triangle when everything above is zero."""
     n = att.shape[-1]
-    rows, cols = torch.tril_indices(n, n)
+    rows, cols = torch.tril_indices(n, n, device=att.device)
     upper = torch.triu(att, diagonal=1)
     if bool((upper == 0).all()):
-        return {"tril": att[..., rows, cols].contiguous(), "n": torch.tensor(n)}  # [layer, head, n (n + 1) / 2]
+        # tril: [layer, head, n (n + 1) / 2]
+        return {"tril": att[..., rows, cols].contiguous(), "n": torch.tensor(n, device=att.device)}
     return {"full": att.contiguous()}
 
 
@@ -62,8 +63,8 @@ def unpack(stored: dict[str, torch.Tensor]) -> torch.Tensor:
         return stored["full"]
     n = int(stored["n"])
     tril = stored["tril"]  # [layer, head, n (n + 1) / 2]
-    att = torch.zeros(*tril.shape[:-1], n, n, dtype=tril.dtype)
-    rows, cols = torch.tril_indices(n, n)
+    att = torch.zeros(*tril.shape[:-1], n, n, dtype=tril.dtype, device=tril.device)
+    rows, cols = torch.tril_indices(n, n, device=tril.device)
     att[..., rows, cols] = tril
     return att
 

@@ -38,9 +38,9 @@ def _check(q: torch.Tensor, k: torch.Tensor) -> None:
         raise ValueError("at least 2 tokens are needed to compare position 0 with other keys")
 
 
-def other_key_mask(n: int, causal: bool) -> torch.Tensor:
+def other_key_mask(n: int, causal: bool, device: torch.device) -> torch.Tensor:
     """``[query, key]`` bool: key ``j >= 1`` visible to query ``i >= 1``, ``j != i``."""
-    m = eligible_pairs(n, causal)
+    m = eligible_pairs(n, causal, device)
     m[:, 0] = False
     m[0] = False
     return m
@@ -55,7 +55,7 @@ def key_norms(key: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
     n = norms.shape[-1]
     if n < 2:
         raise ValueError("at least 2 tokens are needed")
-    seen = other_key_mask(n, causal).any(0)  # [token]
+    seen = other_key_mask(n, causal, norms.device).any(0)  # [token]
     other = norms[..., seen].mean(-1) if seen.any() else norms[..., 1:].mean(-1)
     return {
         "key0_norm": norms[..., 0],
@@ -77,7 +77,7 @@ def sink_alignment(query: torch.Tensor, key: torch.Tensor, causal: bool) -> dict
     """Per ``[layer, head]``: mean cosine of queries ``i >= 1`` to key 0, and to their other keys."""
     cos = cosines(query, key)  # [layer, head, query, key]
     n = cos.shape[-1]
-    m = other_key_mask(n, causal).to(cos.dtype)  # [query, key]
+    m = other_key_mask(n, causal, cos.device).to(cos.dtype)  # [query, key]
     rows = m.sum(-1) > 0  # queries with at least one other key
     to_sink = cos[..., 1:, 0].mean(-1)
     per_row_other = (cos * m).sum(-1) / m.sum(-1).clamp_min(1)  # [layer, head, query]
@@ -100,12 +100,12 @@ def logit_decomposition(
     q = query.float()
     k = expand_kv(key.float(), q.shape[1])  # [layer, head, token, dim]
     n = q.shape[-2]
-    s = torch.as_tensor(scaling, dtype=torch.float32)
+    s = torch.as_tensor(scaling, dtype=torch.float32, device=q.device)
     s = s.reshape(-1, 1, 1) if s.dim() else s  # per layer, broadcast over [head, query]
     qn = q.norm(dim=-1)  # [layer, head, token]
     kn = k.norm(dim=-1)  # [layer, head, token]
     cos = cosines(query, key)  # [layer, head, query, key]
-    m = other_key_mask(n, causal).to(q.dtype)  # [query, key]
+    m = other_key_mask(n, causal, q.device).to(q.dtype)  # [query, key]
     cnt = m.sum(-1)  # [query]
     rows = cnt > 0
     if not rows.any():
@@ -177,7 +177,7 @@ def geometry_summary(  # long: three measures from one pass that shares the per-
     kv = key.shape[1]
     if heads % kv:
         raise ValueError(f"{heads} query heads cannot share {kv} KV heads evenly")
-    m = other_key_mask(n, causal).float()  # [query, key]
+    m = other_key_mask(n, causal, query.device).float()  # [query, key]
     cnt = m.sum(-1)  # [query]
     rows = cnt > 0  # queries with at least one other key
     if not rows.any():
@@ -204,7 +204,7 @@ def geometry_summary(  # long: three measures from one pass that shares the per-
         seen = m.sum(0) > 0  # [key]: keys some query sees as an other key
         other = kn[..., seen].mean(-1) if seen.any() else kn[..., 1:].mean(-1)
         out.update(key0_norm=kn[..., 0], other_key_norm=other, key_norm_ratio=kn[..., 0] / other.clamp_min(_EPS))
-        s = torch.as_tensor(scaling, dtype=torch.float32)
+        s = torch.as_tensor(scaling, dtype=torch.float32, device=kn.device)
         s = s.reshape(-1, 1, 1) if s.dim() else s  # per layer, broadcast over [head, query]
         q_norm = per_head(q_norm)  # [layer, head, query]
         log_kn = kn.clamp_min(_EPS).log()  # [layer, kv_head, key]

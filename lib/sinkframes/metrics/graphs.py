@@ -114,7 +114,7 @@ def pad_square(mats: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor
         raise ValueError("no matrices to pad")
     big = max(m.shape[-1] for m in mats)
     lead = mats[0].shape[:-2]
-    out = torch.zeros((len(mats), *lead, big, big), dtype=torch.float32)
+    out = torch.zeros((len(mats), *lead, big, big), dtype=torch.float32, device=mats[0].device)
     for g, m in enumerate(mats):
         if m.shape[:-2] != lead or m.shape[-1] != m.shape[-2]:
             raise ValueError(
@@ -122,7 +122,7 @@ def pad_square(mats: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor
             )
         n = m.shape[-1]
         out[g, ..., :n, :n] = m.float()
-    return out, torch.tensor([m.shape[-1] for m in mats], dtype=torch.long)
+    return out, torch.tensor([m.shape[-1] for m in mats], dtype=torch.long, device=out.device)
 
 
 def _valid(sizes: torch.Tensor, big: int) -> torch.Tensor:
@@ -331,7 +331,7 @@ def _graph_outputs(q: _GraphQuantities, variants: set[str], causal: bool, spectr
     out: dict[str, torch.Tensor] = {}
     if "corrected" in variants:
         st = _degree_stats(deg_off, full)
-        ev = q.corrected_ev if q.corrected_ev is not None else torch.full((T, G, 3), float("nan"))
+        ev = q.corrected_ev if q.corrected_ev is not None else torch.full((T, G, 3), float("nan"), device=q.deg.device)
         allowed = n * (n - 1) / 2 if causal else n * (n - 1)
         out.update(
             {
@@ -396,15 +396,16 @@ def sentence_graph_metrics(
         raise ValueError(f"attention must be [graph, n, n], got {tuple(att.shape)}")
     a = att.float()
     G, N, _ = a.shape
-    t = torch.tensor(list(thresholds), dtype=a.dtype)
+    t = torch.tensor(list(thresholds), dtype=a.dtype, device=a.device)
     B = a[None] > t[:, None, None, None]  # [threshold, graph, query, key]
-    sizes = torch.full((G,), N, dtype=torch.long)
-    valid = torch.ones(G, N, dtype=torch.bool)  # [graph, node]
+    sizes = torch.full((G,), N, dtype=torch.long, device=a.device)
+    valid = torch.ones(G, N, dtype=torch.bool, device=a.device)  # [graph, node]
     full = valid[None].expand(len(t), G, N)
     loops = B.diagonal(dim1=-2, dim2=-1).to(a.dtype)  # [threshold, graph, node]
     deg = B.view(torch.uint8).sum(-2, dtype=torch.int32).to(a.dtype)  # [threshold, graph, node] in-degree with loops
     either = B | B.transpose(-1, -2)  # [threshold, graph, query, key] max(B, B^T)
-    lap = torch.where(either, torch.tensor(-1.0, dtype=torch.float64), torch.tensor(-0.0, dtype=torch.float64))
+    lap = torch.where(either, torch.tensor(-1.0, dtype=torch.float64, device=a.device),
+                      torch.tensor(-0.0, dtype=torch.float64, device=a.device))
     corrected_ev = _laplacian_eigenvalues(lap, full)  # [threshold, graph, 3]
     neighbours = lap.diagonal(dim1=-2, dim2=-1)  # [threshold, graph, node]: other nodes linked either way
     touched = (neighbours > 0) | (loops > 0)  # nodes in the edge list: a link or a self-loop
@@ -427,11 +428,12 @@ def head_degree_metrics(att: torch.Tensor, causal: bool, threshold: float) -> di
         raise ValueError(f"attention must be [graph, n, n], got {tuple(att.shape)}")
     a = att.float()
     G, N, _ = a.shape
-    B = (a > torch.tensor(threshold, dtype=a.dtype))[None]  # [1, graph, query, key]
+    B = (a > torch.tensor(threshold, dtype=a.dtype, device=a.device))[None]  # [1, graph, query, key]
     loops = B.diagonal(dim1=-2, dim2=-1).to(a.dtype)  # [1, graph, node]
     deg = B.view(torch.uint8).sum(-2, dtype=torch.int32).to(a.dtype)  # [1, graph, node]
-    sizes = torch.full((G,), N, dtype=torch.long)
-    quantities = _GraphQuantities(B, sizes, torch.ones(G, N, dtype=torch.bool), deg, loops, None, None, None)
+    sizes = torch.full((G,), N, dtype=torch.long, device=a.device)
+    valid = torch.ones(G, N, dtype=torch.bool, device=a.device)  # [graph, node]
+    quantities = _GraphQuantities(B, sizes, valid, deg, loops, None, None, None)
     return _graph_outputs(quantities, {"corrected"}, causal, False)
 
 
@@ -475,7 +477,7 @@ class SpectralReducer:
         if not bool(torch.isfinite(mean.sum())):  # NaN and inf reach the sum; a finite overflow passes below
             require_finite(attn)
         res = sentence_graph_metrics(mean, causal, self.thresholds)
-        res["n_tokens"] = torch.tensor(n)
+        res["n_tokens"] = torch.tensor(n, device=attn.device)
         if self.per_head:
             heads = head_degree_metrics(a.reshape(L * H, n, n), causal, self.head_threshold)
             for m in self.head_metrics:

@@ -55,11 +55,11 @@ def official_layers(n_layers: int) -> list[int]:
     return sorted({0, n_layers - 1, *range(1, n_layers - 1, 2)})
 
 
-def faithful_rows(n: int) -> torch.Tensor:
+def faithful_rows(n: int, device: torch.device) -> torch.Tensor:
     """Query rows the official code keeps: ``floor(linspace(0, n-1, 20))`` when ``n > 20``."""
     if n > FAITHFUL_ROWS:
-        return torch.from_numpy(np.floor(np.linspace(0, n - 1, FAITHFUL_ROWS)).astype(np.int64))
-    return torch.arange(n)
+        return torch.from_numpy(np.floor(np.linspace(0, n - 1, FAITHFUL_ROWS)).astype(np.int64)).to(device)
+    return torch.arange(n, device=device)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def kl_change(attn: torch.Tensor, columns: torch.Tensor, mode: Mode = "corrected
     """
     check_mode(mode)
     if mode == "faithful":
-        rows = faithful_rows(attn.shape[-1])
+        rows = faithful_rows(attn.shape[-1], attn.device)
         return _faithful_change(_row_probs(attn[:, :, rows], True), columns)
     return _corrected_change(_row_probs(attn, False), columns)
 
@@ -319,12 +319,14 @@ class InformationReducer:
         head_mean = a.mean(1, keepdim=True)  # [layer, 1, query, key]
         if not bool(torch.isfinite(head_mean.sum())):  # NaN and inf reach the sum; a finite overflow passes below
             require_finite(attn)
-        f_layers = torch.tensor(official_layers(n_layers))
-        rows = faithful_rows(n)
+        dev = a.device
+        f_layers = torch.tensor(official_layers(n_layers), device=dev)
+        rows = faithful_rows(n, dev)
         n_rows = n_layers * n
         # every row both modes use, in one float64 batch: corrected [layer x query] then faithful
         # [official layer x official row] in float16 precision (as the official code held them)
-        x = torch.empty(n_rows + len(f_layers) * len(rows), n_heads, n, dtype=torch.float64)  # [row, head, key]
+        x = torch.empty(n_rows + len(f_layers) * len(rows), n_heads, n, dtype=torch.float64,
+                        device=dev)  # [row, head, key]
         xc = x[:n_rows].view(n_layers, n, n_heads, n)  # [layer, query, head, key]
         xc.copy_(a.transpose(1, 2))
         x[n_rows:].view(len(f_layers), len(rows), n_heads, n).copy_(a[f_layers[:, None], :, rows].half())
@@ -336,8 +338,10 @@ class InformationReducer:
         cols = torch.stack(list(sinks.values()), -1)  # [layer, key, rule]
         colmass = xc.sum(1)  # [layer, head, key] float64
         # column sets: "nothing removed" (the divergence before removal) and each rule's complement
-        keep = torch.cat([torch.ones(n_layers, n, 1, dtype=torch.bool), ~cols], -1)  # [layer, key, 1 + rule]
-        row_layer = torch.cat([torch.arange(n_layers).repeat_interleave(n), f_layers.repeat_interleave(len(rows))])
+        nothing = torch.ones(n_layers, n, 1, dtype=torch.bool, device=dev)
+        keep = torch.cat([nothing, ~cols], -1)  # [layer, key, 1 + rule]
+        row_layer = torch.cat([torch.arange(n_layers, device=dev).repeat_interleave(n),
+                               f_layers.repeat_interleave(len(rows))])
         kl, dead = _removal_divergences(x, keep, row_layer)  # [row, head, set] each
         shape = (n_layers, n, n_heads, -1)
         corrected = _corrected_summary(kl[:n_rows].view(shape), dead[:n_rows].view(shape), cols)
@@ -345,7 +349,7 @@ class InformationReducer:
         faithful = faithful + math.log(n_heads)
         f_before = faithful[:, 0]
 
-        out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(n)}
+        out: dict[str, torch.Tensor] = {"n_tokens": torch.tensor(n, device=dev)}
         for i, (rule, c) in enumerate(sinks.items()):
             out[removal_key(rule, "n_sinks")] = c.sum(-1)
             out[removal_key(rule, "has_first")] = c[:, 0]
@@ -354,7 +358,7 @@ class InformationReducer:
             out[removal_key(rule, "before", "corrected")] = corrected["before"][:, i].float()
             out[removal_key(rule, "reduction", "corrected")] = corrected["reduction"][:, i].float()
             for name, value in (("before", f_before), ("reduction", f_before - faithful[:, i + 1])):
-                full = torch.full((n_layers,), float("nan"))
+                full = torch.full((n_layers,), float("nan"), device=dev)
                 full[f_layers] = value.float()
                 out[removal_key(rule, name, "faithful")] = full
         return out

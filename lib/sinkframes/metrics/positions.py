@@ -25,22 +25,22 @@ SINK_MIN_EXCESS = 0.1
 SINK_MIN_SOURCES = 3
 
 
-def uniform_received(n: int, causal: bool) -> torch.Tensor:
+def uniform_received(n: int, causal: bool, device: torch.device) -> torch.Tensor:
     """``[key]``: the received share (mean over the queries that can see a key, itself excluded) under
     uniform attention: ``mean_{i>j} 1/(i+1)`` when causal, ``1/n`` otherwise; NaN for a key no query sees."""
     if not causal:
-        return torch.full((n,), 1.0 / n if n > 1 else math.nan)
-    inv = 1.0 / torch.arange(1, n + 1, dtype=torch.float64)  # weight query i gives each key: 1/(i+1)
-    out = torch.full((n,), math.nan, dtype=torch.float64)
+        return torch.full((n,), 1.0 / n if n > 1 else math.nan, device=device)
+    inv = 1.0 / torch.arange(1, n + 1, dtype=torch.float64, device=device)  # weight query i gives each key: 1/(i+1)
+    out = torch.full((n,), math.nan, dtype=torch.float64, device=device)
     for j in range(n - 1):
         out[j] = inv[j + 1 :].mean()
     return out.float()
 
 
-def sources(n: int, causal: bool) -> torch.Tensor:
+def sources(n: int, causal: bool, device: torch.device) -> torch.Tensor:
     """``[key]``: how many other queries can see each key."""
-    j = torch.arange(n)
-    return (n - 1 - j) if causal else torch.full((n,), n - 1)
+    j = torch.arange(n, device=device)
+    return (n - 1 - j) if causal else torch.full((n,), n - 1, device=device)
 
 
 def sink_location(recv: torch.Tensor, causal: bool, min_excess: float = SINK_MIN_EXCESS,
@@ -48,8 +48,8 @@ def sink_location(recv: torch.Tensor, causal: bool, min_excess: float = SINK_MIN
     """``(index [layer], excess [layer])`` from the head-mean received share ``recv [layer, key]``: the key
     with the largest excess over the uniform share (-1 where no key reaches ``min_excess``)."""
     n = recv.shape[-1]
-    excess = recv.float() - uniform_received(n, causal)  # [layer, key]
-    ok = (sources(n, causal) >= min_sources) & torch.isfinite(excess)
+    excess = recv.float() - uniform_received(n, causal, recv.device)  # [layer, key]
+    ok = (sources(n, causal, recv.device) >= min_sources) & torch.isfinite(excess)
     masked = torch.where(ok, excess, torch.full_like(excess, -math.inf))
     best, idx = masked.max(-1)
     idx = torch.where(best >= min_excess, idx, torch.full_like(idx, -1))
@@ -60,7 +60,7 @@ def residual_ratio(hidden: torch.Tensor) -> torch.Tensor:
     """``[layer + 1]``: ``|h[0]| / median_{j >= 1} |h[j]|`` per layer of ``hidden [layer + 1, token, d]``."""
     norms = hidden.float().norm(dim=-1)  # [layer + 1, token]
     if norms.shape[-1] < 2:
-        return torch.full((norms.shape[0],), math.nan)
+        return torch.full((norms.shape[0],), math.nan, device=norms.device)
     return norms[:, 0] / norms[:, 1:].median(-1).values.clamp_min(1e-12)
 
 

@@ -32,7 +32,7 @@ from ..tensors import require_finite
 
 
 def _as_prob(p: torch.Tensor | np.ndarray, name: str = "p") -> torch.Tensor:
-    t = torch.as_tensor(p, dtype=torch.float64) if isinstance(p, np.ndarray) else p
+    t = torch.as_tensor(p, dtype=torch.float64, device="cpu") if isinstance(p, np.ndarray) else p
     if t.dim() == 0:
         raise ValueError(f"{name} must have a last axis holding a distribution, got a scalar")
     if (t < -1e-6).any():
@@ -64,8 +64,8 @@ def fisher_rao_metric(p: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray
 def fisher_rao_norm(p: torch.Tensor | np.ndarray, v: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
     """``[...]``: length ``sqrt(sum_j v_j^2 / p_j)`` of the tangent vector ``v`` at ``p``."""
     t = _as_prob(p)
-    vt = torch.as_tensor(v, dtype=t.dtype)
-    if not torch.allclose(vt.sum(-1), torch.zeros((), dtype=t.dtype), atol=1e-6):
+    vt = torch.as_tensor(v, dtype=t.dtype, device=t.device)
+    if not torch.allclose(vt.sum(-1), torch.zeros((), dtype=t.dtype, device=t.device), atol=1e-6):
         raise ValueError("a tangent vector of the simplex sums to 0 over its last axis")
     return _back((vt.pow(2) / t).sum(-1).sqrt(), p)
 
@@ -78,7 +78,7 @@ def bhattacharyya_coefficient(p: torch.Tensor | np.ndarray, q: torch.Tensor | np
 
 def fisher_rao_distance(p: torch.Tensor | np.ndarray, q: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
     """``[...]``: geodesic distance ``2 arccos(sum sqrt(p q))`` in ``[0, pi]``."""
-    bc = torch.as_tensor(bhattacharyya_coefficient(p, q))
+    bc = torch.as_tensor(bhattacharyya_coefficient(p, q), device="cpu" if isinstance(p, np.ndarray) else p.device)
     return _back(2.0 * torch.arccos(bc), p)
 
 
@@ -103,7 +103,7 @@ def distance_to_uniform(
     mask = (
         torch.ones_like(t, dtype=torch.bool)
         if allowed is None
-        else torch.as_tensor(allowed, dtype=torch.bool).expand_as(t)
+        else torch.as_tensor(allowed, dtype=torch.bool, device=t.device).expand_as(t)
     )
     m = mask.sum(-1).to(t.dtype)
     if (m == 0).any():
@@ -130,7 +130,7 @@ def entropy(p: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
 
 def softmax_jacobian(z: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
     """``[..., m, m]``: ``d softmax(z)_i / d z_j = p_i (delta_ij - p_j)``."""
-    zt = torch.as_tensor(z, dtype=torch.float64) if isinstance(z, np.ndarray) else z
+    zt = torch.as_tensor(z, dtype=torch.float64, device="cpu") if isinstance(z, np.ndarray) else z
     p = torch.softmax(zt, -1)
     return _back(torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2), z)
 
@@ -139,7 +139,7 @@ def fisher_rao_speed(p: torch.Tensor | np.ndarray, dz: torch.Tensor | np.ndarray
     """``[...]``: Fisher-Rao length of the first-order move ``J dz`` that a logit change ``dz``
     causes at ``p = softmax(z)``; equals ``sqrt(Var_p(dz))``, the spread of ``dz`` under ``p``."""
     t = _as_prob(p)
-    d = torch.as_tensor(dz, dtype=t.dtype)
+    d = torch.as_tensor(dz, dtype=t.dtype, device=t.device)
     mean = (t * d).sum(-1, keepdim=True)
     return _back((t * (d - mean).pow(2)).sum(-1).clamp(min=0).sqrt(), p)
 
@@ -154,8 +154,8 @@ def expected_noise_speed(p: torch.Tensor | np.ndarray, sigma: float = 1.0) -> to
 def temperature_path(z: torch.Tensor | np.ndarray, scales: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
     """``[scale, ..., m]``: ``softmax(z * s)`` for each scale ``s`` (inverse temperature): from the
     barycentre (``s = 0``) toward the vertex of the largest logit (``s -> inf``)."""
-    zt = torch.as_tensor(z, dtype=torch.float64)
-    st = torch.as_tensor(scales, dtype=torch.float64).reshape(-1, *([1] * zt.dim()))
+    zt = torch.as_tensor(z, dtype=torch.float64, device="cpu" if isinstance(z, np.ndarray) else z.device)
+    st = torch.as_tensor(scales, dtype=torch.float64, device=zt.device).reshape(-1, *([1] * zt.dim()))
     return _back(torch.softmax(zt.unsqueeze(0) * st, -1), z)
 
 
@@ -179,7 +179,8 @@ def logit_for_share(share: float, other_logits: torch.Tensor | np.ndarray) -> to
     competitors (last axis): ``log(share / (1 - share)) + logsumexp(other_logits)``."""
     if not 0 < share < 1:
         raise ValueError("share must lie strictly between 0 and 1")
-    o = torch.as_tensor(other_logits, dtype=torch.float64)
+    o = torch.as_tensor(other_logits, dtype=torch.float64,
+                        device="cpu" if isinstance(other_logits, np.ndarray) else other_logits.device)
     return _back(math.log(share / (1 - share)) + torch.logsumexp(o, -1), other_logits)
 
 
@@ -212,8 +213,9 @@ def sink_sweep(
     if n_keys < 2 or n_draws < 1:
         raise ValueError("need n_keys >= 2 and n_draws >= 1")
     gen = torch.Generator().manual_seed(seed)
-    content = torch.randn(n_draws, n_keys - 1, generator=gen, dtype=torch.float64) * content_std  # [draw, key]
-    t = torch.as_tensor(np.asarray(sink_logits, dtype=float), dtype=torch.float64)  # [logit]
+    # a study of the softmax on the host: the CPU generator's draws, numpy in and out
+    content = torch.randn(n_draws, n_keys - 1, generator=gen, dtype=torch.float64, device="cpu") * content_std
+    t = torch.as_tensor(np.asarray(sink_logits, dtype=float), dtype=torch.float64, device="cpu")  # [logit]
     z = torch.cat([t.view(-1, 1, 1).expand(-1, n_draws, 1), content.unsqueeze(0).expand(len(t), -1, -1)], -1)
     p = torch.softmax(z, -1)  # [logit, draw, key]; key 0 is the sink
     return {
@@ -300,5 +302,5 @@ class SimplexSummaryReducer:
         require_finite(attn)
         rows = row_descriptors(attn, causal)  # each [layer, head, query-1]
         out = {name: v.mean(-1) for name, v in rows.items()}  # each [layer, head]
-        out["n_tokens"] = torch.tensor(attn.shape[-1])
+        out["n_tokens"] = torch.tensor(attn.shape[-1], device=attn.device)
         return out

@@ -43,7 +43,7 @@ def _check(attn: torch.Tensor) -> torch.Tensor:
     return attn.float()
 
 
-def eligible_pairs(n: int, causal: bool, device: torch.device | None = None) -> torch.Tensor:
+def eligible_pairs(n: int, causal: bool, device: torch.device) -> torch.Tensor:
     """``[query, key]`` bool mask of the pairs (i, j) with i != j and, when causal, i > j."""
     i = torch.arange(n, device=device).unsqueeze(1)
     j = torch.arange(n, device=device).unsqueeze(0)
@@ -91,7 +91,7 @@ def strongest_key_share(attn: torch.Tensor) -> torch.Tensor:
     a = _check(attn)
     n = a.shape[-1]
     if n < 2:
-        return torch.full((*a.shape[:2], n), float("nan"))
+        return torch.full((*a.shape[:2], n), float("nan"), device=a.device)
     top = a[:, :, 1:, :].argmax(-1)  # [layer, head, query-1]
     onehot = torch.nn.functional.one_hot(top, n).to(a.dtype)  # [layer, head, query-1, key]
     return onehot.mean(-2)
@@ -164,7 +164,7 @@ class SinkSummaryReducer:
         refs = reference_tokens(a, causal, self.tau, self.min_fraction, self.min_sources)
         mean_head = a.mean(1, keepdim=True)  # [layer, 1, query, key]
         return {
-            "n_tokens": torch.tensor(n),
+            "n_tokens": torch.tensor(n, device=a.device),
             "first_share": recv[..., 0],
             "last_share": last_token_share(a, causal),
             "first_concentration": sks[..., 0],

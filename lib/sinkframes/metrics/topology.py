@@ -743,15 +743,16 @@ class TopologyReducer:
             mp1[layer] = float((np.minimum(c_h1[layer][:, 1], max_scale) - c_h1[layer][:, 0]).max())
         b1 = _betti_curves(c_h1)  # [layer, threshold]
         nb1 = [len(d) for d in c_h1]
+        # gudhi's diagrams are numpy arrays on the host: the summary is built there
         return {
-            "n_tokens": torch.tensor(n),
-            "faithful": torch.tensor(faithful, dtype=torch.float32),  # [layer, field]
+            "n_tokens": torch.tensor(n, device="cpu"),
+            "faithful": torch.tensor(faithful, dtype=torch.float32, device="cpu"),  # [layer, field]
             "faithful_top": faithful_top,  # [layer, head]
             "corrected_top": corrected_top,  # [layer, head]
-            "betti0_curve": torch.tensor(b0, dtype=torch.int16),  # [layer, threshold]
-            "betti1_curve": torch.tensor(b1, dtype=torch.int16),  # [layer, threshold]
-            "total_persistence0": torch.tensor(tp0, dtype=torch.float32),  # [layer]
-            "total_persistence1": torch.tensor(tp1, dtype=torch.float32),  # [layer]
-            "h1_bars": torch.tensor(nb1, dtype=torch.int16),  # [layer]
-            "h1_max_persistence": torch.tensor(mp1, dtype=torch.float32),  # [layer]
+            "betti0_curve": torch.tensor(b0, dtype=torch.int16, device="cpu"),  # [layer, threshold]
+            "betti1_curve": torch.tensor(b1, dtype=torch.int16, device="cpu"),  # [layer, threshold]
+            "total_persistence0": torch.tensor(tp0, dtype=torch.float32, device="cpu"),  # [layer]
+            "total_persistence1": torch.tensor(tp1, dtype=torch.float32, device="cpu"),  # [layer]
+            "h1_bars": torch.tensor(nb1, dtype=torch.int16, device="cpu"),  # [layer]
+            "h1_max_persistence": torch.tensor(mp1, dtype=torch.float32, device="cpu"),  # [layer]
         }

@@ -89,9 +89,9 @@ def row_entropy(attn: torch.Tensor, mode: Mode = "corrected") -> torch.Tensor:
     return -torch.special.xlogy(a, a).sum(-1)
 
 
-def query_rows(n: int, causal: bool) -> torch.Tensor:
+def query_rows(n: int, causal: bool, device: torch.device) -> torch.Tensor:
     """``[query]`` bool: rows that have a choice (a causal query 0 can only look at itself)."""
-    rows = torch.ones(n, dtype=torch.bool)
+    rows = torch.ones(n, dtype=torch.bool, device=device)
     if causal and n > 1:
         rows[0] = False
     return rows
@@ -157,7 +157,7 @@ def cosine_from_gram(gram: torch.Tensor, tol: float = 1e-8) -> torch.Tensor:
     ok = nrm > tol
     inv = torch.where(ok, 1 / nrm.clamp_min(tol), 0.0)  # [..., token]
     s = gram * (inv.unsqueeze(-1) * inv.unsqueeze(-2))  # symmetric where the Gram matrix is
-    eye = torch.eye(s.shape[-1], dtype=torch.bool)
+    eye = torch.eye(s.shape[-1], dtype=torch.bool, device=s.device)
     return torch.where(eye, 1.0, s).float()
 
 
@@ -182,7 +182,7 @@ def _clean_states(hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _alignment(avg_attn: torch.Tensor, gram: torch.Tensor) -> torch.Tensor:
     """:func:`faithful_alignment` from the Gram matrices ``X X^T`` (``[layer, token, token]``) of cleaned states."""
-    off = ~torch.eye(avg_attn.shape[-1], dtype=torch.bool)  # [query, key]
+    off = ~torch.eye(avg_attn.shape[-1], dtype=torch.bool, device=avg_attn.device)  # [query, key]
     s = cosine_from_gram(gram)  # [layer, token, token]
     return pearson(pair_entries(avg_attn, off), pair_entries(s, off))
 
@@ -197,7 +197,7 @@ def corrected_alignment(attn: torch.Tensor, value: torch.Tensor, causal: bool) -
     kv = value.shape[1]
     if heads % kv:
         raise ValueError(f"{heads} query heads cannot share {kv} KV heads evenly")
-    pairs = eligible_pairs(n, causal)  # [query, key]
+    pairs = eligible_pairs(n, causal, attn.device)  # [query, key]
     s = pair_entries(cosine_matrix(value), pairs)  # [layer, kv_head, pair]
     a = pair_entries(attn, pairs).reshape(layers, kv, heads // kv, -1)  # [layer, kv_head, group, pair]
     return pearson(a, s.unsqueeze(2)).reshape(layers, heads)  # [layer, kv_head, group] -> [layer, head]
@@ -218,7 +218,7 @@ def faithful_reference_set(avg_attn: torch.Tensor) -> torch.Tensor:
     col = a.mean(-2)  # [layer, key]
     order = col.argsort(-1, descending=True)
     rank = torch.empty_like(order)
-    rank.scatter_(-1, order, torch.arange(n).expand_as(order))  # rank of each column by its mean
+    rank.scatter_(-1, order, torch.arange(n, device=order.device).expand_as(order))  # rank of each column by its mean
     above = col > FAITHFUL_REFERENCE_THRESHOLD
     fallback = rank < max(1, math.floor(0.1 * n))
     chosen = torch.where(above.any(-1, keepdim=True), above, fallback)
@@ -325,7 +325,7 @@ def corrected_decomposition(
                       value.float().unsqueeze(2)).reshape(layers, heads, n, -1)  # [layer, head, token, dim]
     o = output_heads.float()
     nr, no = r.norm(dim=-1), o.norm(dim=-1)  # [layer, head, token]
-    ok = (~refs) & query_rows(n, causal) & refs.any(-1, keepdim=True) & (no > 1e-12)
+    ok = (~refs) & query_rows(n, causal, attn.device) & refs.any(-1, keepdim=True) & (no > 1e-12)
     rel = nr / no.clamp_min(1e-12)
     cos = (r * o).sum(-1) / (nr * no).clamp_min(1e-12)
     cnt = ok.sum(-1)
@@ -372,7 +372,7 @@ def corrected_summary(
 ) -> dict[str, torch.Tensor]:
     """All corrected measures of one sample: ``[layer, head]`` per head, ``[layer]`` per token mix."""
     n = attn.shape[-1]
-    rows = query_rows(n, causal)
+    rows = query_rows(n, causal, attn.device)
     h = row_entropy(attn, "corrected")  # [layer, head, query]
     mag = output_magnitude(output)  # [layer, token]
     out = {
@@ -387,7 +387,7 @@ def corrected_summary(
 
 def first_last(per_layer: torch.Tensor | list[float]) -> dict[str, float]:
     """First and last layer of a per-layer profile, their difference (the paper's "fold") and ratio."""
-    x = torch.tensor(np.asarray(per_layer, dtype=np.float64))
+    x = torch.tensor(np.asarray(per_layer, dtype=np.float64), device="cpu")
     first, last = float(x[0]), float(x[-1])
     return {
         "first": first,

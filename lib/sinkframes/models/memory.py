@@ -138,7 +138,7 @@ def estimate(ref: str, *, dtype: str, device: torch.device, batch_size: int, max
         n_params = sum(p.numel() for p in model.parameters())
     except Exception:  # noqa: BLE001 - an estimate only; the load reports real problems
         return None
-    width = torch.empty((), dtype=_torch_dtype(dtype)).element_size()
+    width = torch.empty((), dtype=_torch_dtype(dtype), device="meta").element_size()
     per_weight = _QUANT_BYTES.get(quantization or "", float(width))
     layers, heads = int(text.num_hidden_layers), int(text.num_attention_heads)
     # every layer's probabilities, kept in the weights' dtype, plus one layer's float32 scores and softmax

@@ -140,9 +140,10 @@ def _encoder_inputs(
     cand = (~special).nonzero().flatten()
     if cand.numel() == 0:
         raise ValueError("a sentence has no non-special token to mask")
-    pick = torch.rand(cand.numel(), generator=gen) < MASK_PROB
+    # drawn on the host with the CPU generator, so that the masks do not depend on the model's device
+    pick = torch.rand(cand.numel(), generator=gen, device="cpu") < MASK_PROB
     if not pick.any():
-        pick[torch.randint(cand.numel(), (1,), generator=gen)] = True
+        pick[torch.randint(cand.numel(), (1,), generator=gen, device="cpu")] = True
     masked = torch.zeros_like(special)
     masked[cand[pick]] = True
     return ids.masked_fill(masked, mask_id), masked
@@ -323,8 +324,9 @@ def _inputs(tok: Any, texts: list[str], causal: bool, faithful: bool, gen: torch
             raise ValueError("this encoder's tokenizer has no mask token; cannot build a masked loss")
         masked = []
         for x in ids:
-            special = torch.tensor(tok.get_special_tokens_mask(x, already_has_special_tokens=True), dtype=torch.bool)
-            m_ids, where = _encoder_inputs(torch.tensor(x), special, tok.mask_token_id, gen)
+            special = torch.tensor(tok.get_special_tokens_mask(x, already_has_special_tokens=True), dtype=torch.bool,
+                                   device="cpu")
+            m_ids, where = _encoder_inputs(torch.tensor(x, device="cpu"), special, tok.mask_token_id, gen)
             masked.append((m_ids.tolist(), where.long().tolist()))
     return _Inputs(ids, pad, max(len(x) for x in ids) if faithful else None, masked)
 

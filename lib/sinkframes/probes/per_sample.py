@@ -67,7 +67,7 @@ class PerSampleNorms:
             return g.flatten(1).pow(2).sum(1)
         if key in self.outer:
             uses = self.outer[key]
-            total = torch.zeros(uses[0].right.shape[0], dtype=torch.float64)
+            total = torch.zeros(uses[0].right.shape[0], dtype=torch.float64, device=uses[0].right.device)
             for i, a in enumerate(uses):
                 for j in range(i, len(uses)):
                     term = _outer_inner(a, uses[j])

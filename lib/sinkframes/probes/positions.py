@@ -192,7 +192,7 @@ def default_position_ids(lm: models.LoadedModel, input_ids: torch.Tensor, mask: 
         config: Any = lm.model.config
         pad = int(config.pad_token_id)
         return (torch.cumsum(mask, 1) * mask + pad).long()
-    return torch.arange(width).unsqueeze(0).expand(input_ids.shape[0], width).clone()
+    return torch.arange(width, device=input_ids.device).unsqueeze(0).expand(input_ids.shape[0], width).clone()
 
 
 def permutation(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -227,7 +227,7 @@ def position_ids(iv: Intervention, lm: models.LoadedModel, input_ids: torch.Tens
     origin = []
     for r, (i, n) in enumerate(zip(rows, lengths, strict=True)):
         p = permutation(int(n), np.random.default_rng([seed, 7_919, i]))
-        ids[r, :n] = base[r, :n][torch.as_tensor(p)]
+        ids[r, :n] = base[r, :n][torch.as_tensor(p, device=base.device)]
         origin.append(int(torch.nonzero(ids[r, :n] == first_id[r, 0])[0, 0]))
     return ids, origin
 
@@ -249,12 +249,12 @@ def rotary_buffers(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str]]:
 def scaled_frequencies(iv: Intervention, inv_freq: torch.Tensor) -> torch.Tensor:
     """``inv_freq`` ``[L]`` under a rotary intervention (module docstring); other kinds leave it as it is."""
     L = inv_freq.shape[0]
-    i = torch.arange(L, dtype=torch.float64)
+    i = torch.arange(L, dtype=torch.float64, device=inv_freq.device)
     f = inv_freq.double()
     if iv.kind == "theta":
-        out = f * torch.pow(torch.tensor(float(iv.value), dtype=torch.float64), -i / L)
+        out = f * torch.pow(float(iv.value), -i / L)
     elif iv.kind == "ntk":
-        out = f * torch.pow(torch.tensor(float(iv.value), dtype=torch.float64), -(i / L) * L / max(L - 1, 1))
+        out = f * torch.pow(float(iv.value), -(i / L) * L / max(L - 1, 1))
     elif iv.kind == "linear":
         out = f / float(iv.value)
     elif iv.kind == "partial":

@@ -104,9 +104,10 @@ def _decoder_scores(base: torch.Tensor, edited: dict[str, torch.Tensor], ids: li
     Gemma 3's 262k-token vocabulary) are reused from the heap, where whole-sentence ones (about 80 MB each)
     were fresh memory every time and most of the time went to mapping it (3-4 times slower, measured)."""
     n = len(ids)
-    nll_base = torch.empty(n - 1, dtype=torch.float64)  # [position]
-    kl = {cond: torch.empty(n - 1, dtype=torch.float64) for cond in edited}
-    nll_edit = {cond: torch.empty(n - 1, dtype=torch.float64) for cond in edited}
+    dev = base.device
+    nll_base = torch.empty(n - 1, dtype=torch.float64, device=dev)  # [position]
+    kl = {cond: torch.empty(n - 1, dtype=torch.float64, device=dev) for cond in edited}
+    nll_edit = {cond: torch.empty(n - 1, dtype=torch.float64, device=dev) for cond in edited}
     for i in range(n - 1):
         target = ids[i + 1]
         lp = torch.log_softmax(base[i].double(), -1)  # [vocab]
@@ -160,7 +161,7 @@ def output_check(
         base = _outputs(lm, input_ids, mask)
         edited = {}  # every condition's outputs at once, so that each sentence's base is scored once
         for cond, keys in conditions.items():
-            with attention_hook(lm.model, edit=remove_key(torch.tensor([keys[i] for i in idx]))):
+            with attention_hook(lm.model, edit=remove_key(torch.tensor([keys[i] for i in idx], device=lm.device))):
                 edited[cond] = _outputs(lm, input_ids, mask)
         for r, i in enumerate(idx):
             n = len(ids[i])

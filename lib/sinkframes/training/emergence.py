@@ -149,10 +149,10 @@ def split_documents(docs: Sequence[tuple[str, str]], holdout_every: int) -> tupl
 
 def sample_batch(data: np.ndarray, gen: torch.Generator, batch_size: int, seq_len: int) -> torch.Tensor:
     """``batch_size`` windows of ``seq_len - 1`` bytes at seeded offsets, each after one BOS."""
-    starts = torch.randint(0, len(data) - seq_len, (batch_size,), generator=gen)  # [batch]
+    starts = torch.randint(0, len(data) - seq_len, (batch_size,), generator=gen, device="cpu")  # [batch]
     body = np.stack([data[s : s + seq_len - 1] for s in starts.tolist()]).astype(np.int64)  # [batch, seq-1]
     ids = torch.from_numpy(body)
-    bos = torch.full((batch_size, 1), BOS_ID, dtype=torch.long)
+    bos = torch.full((batch_size, 1), BOS_ID, dtype=torch.long, device="cpu")  # batches are made on the host
     return torch.cat([bos, ids], dim=1)  # [batch, seq]
 
 

@@ -40,10 +40,11 @@ class SinkTask:
     def sample(self, batch: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """``(ids [batch, length], content [batch, length, content_dim])``: BOS with zero content, then
         types drawn independently, each with Gaussian content of unit expected squared norm."""
-        u = torch.rand(batch, self.length - 1, generator=generator)
+        u = torch.rand(batch, self.length - 1, generator=generator, device="cpu")  # drawn on the host
         body = torch.where(u < self.p_trigger, TRIGGER, torch.where(u < self.p_trigger + self.p_marked, MARKED, FILLER))
-        ids = torch.cat([torch.full((batch, 1), BOS), body], 1)
-        content = torch.randn(batch, self.length, self.content_dim, generator=generator) / self.content_dim**0.5
+        ids = torch.cat([torch.full((batch, 1), BOS, device="cpu"), body], 1)
+        content = torch.randn(batch, self.length, self.content_dim, generator=generator, device="cpu")
+        content = content / self.content_dim**0.5
         content[:, 0] = 0.0
         return ids, content
 
@@ -51,7 +52,8 @@ class SinkTask:
         """``[batch, length, content_dim]``: at triggers, the mean content of the visible marked tokens."""
         n = ids.shape[1]
         is_marked = (ids == MARKED).float()  # [batch, length]
-        sees = torch.tril(torch.ones(n, n), diagonal=-1) if causal else 1.0 - torch.eye(n)  # [query, key]
+        ones = torch.ones(n, n, device=ids.device)
+        sees = torch.tril(ones, diagonal=-1) if causal else ones - torch.eye(n, device=ids.device)  # [query, key]
         total = torch.einsum("qk,bk,bkd->bqd", sees, is_marked, content)
         count = torch.einsum("qk,bk->bq", sees, is_marked).unsqueeze(-1)  # [batch, length, 1]
         return total / count.clamp(min=1.0) * (ids == TRIGGER).unsqueeze(-1).float()

@@ -121,9 +121,9 @@ def encode(texts: Sequence[str], tokenizer: Any | None) -> np.ndarray:
 
 def windows(stream: np.ndarray, gen: torch.Generator, n: int, seq_len: int, bos: int) -> torch.Tensor:
     """``n`` windows ``[n, seq_len]``: BOS, then ``seq_len - 1`` tokens from a seeded offset."""
-    starts = torch.randint(0, len(stream) - seq_len, (n,), generator=gen)  # [n]
+    starts = torch.randint(0, len(stream) - seq_len, (n,), generator=gen, device="cpu")  # [n]
     body = torch.from_numpy(np.stack([stream[s : s + seq_len - 1] for s in starts.tolist()]).astype(np.int64))
-    return torch.cat([torch.full((n, 1), bos, dtype=torch.long), body], 1)  # [n, seq_len]
+    return torch.cat([torch.full((n, 1), bos, dtype=torch.long, device="cpu"), body], 1)  # [n, seq_len], on the host
 
 
 # ----------------------------------------------------------------------------------------- model
@@ -146,7 +146,7 @@ class TinyLM(nn.Module):
         x = self.embed(ids)  # [batch, position, d_model]
         if self.table is not None:
             x = x + self.table.weight[:n]
-        angles = rope_angles(self.cfg, n)
+        angles = rope_angles(self.cfg, n, x.device)
         weights = []
         for block in self.blocks:
             x, w = block(x, angles, None)

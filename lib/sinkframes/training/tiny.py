@@ -67,14 +67,14 @@ class TinyConfig:
         return asdict(self)
 
 
-def rope_angles(cfg: TinyConfig, n: int) -> torch.Tensor | None:
+def rope_angles(cfg: TinyConfig, n: int, device: torch.device) -> torch.Tensor | None:
     """``[position, rotated_dim // 2]`` rotation angles of the positions ``0..n-1`` (None without RoPE)."""
     base, fraction, _ = POSITIONS[cfg.position]
     rotated = int(round(cfg.head_dim * fraction)) // 2 * 2
     if base is None or rotated == 0:
         return None
-    inv_freq = base ** (-torch.arange(0, rotated, 2, dtype=torch.float64) / rotated)  # [rotated // 2]
-    return (torch.arange(n, dtype=torch.float64)[:, None] * inv_freq[None]).float()
+    inv_freq = base ** (-torch.arange(0, rotated, 2, dtype=torch.float64, device=device) / rotated)  # [rotated // 2]
+    return (torch.arange(n, dtype=torch.float64, device=device)[:, None] * inv_freq[None]).float()
 
 
 def apply_rope(x: torch.Tensor, angles: torch.Tensor | None) -> torch.Tensor:
@@ -110,9 +110,9 @@ class Attention(nn.Module):
         logits = q @ k.transpose(-1, -2) / math.sqrt(self.cfg.head_dim)
         if self.cfg.attention == "sigmoid":
             w = torch.sigmoid(logits - math.log(self.cfg.max_len))
-            return w * torch.tril(torch.ones(n, n)) if self.cfg.causal else w
+            return w * torch.tril(torch.ones(n, n, device=w.device)) if self.cfg.causal else w
         if self.cfg.causal:
-            logits = logits.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+            logits = logits.masked_fill(torch.ones(n, n, dtype=torch.bool, device=logits.device).triu(1), float("-inf"))
         return logits.softmax(-1)
 
     def forward(self, x: torch.Tensor, angles: torch.Tensor | None, gate: torch.Tensor | None
@@ -168,7 +168,7 @@ class TinyTransformer(nn.Module):
         x = self.embed(ids) + self.content(content)  # [batch, position, d_model]
         if self.table is not None:
             x = x + self.table.weight[:n]
-        angles = rope_angles(self.cfg, n)
+        angles = rope_angles(self.cfg, n, x.device)
         weights = []
         for i, block in enumerate(self.blocks):
             x, w = block(x, angles, None if self.gates is None else self.gates[i])
