@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from sinkframes.figures.style import COLUMN_IN, DPI, MIN_FONT_PT, finish, saved_width_in  # noqa: E402
@@ -115,5 +116,26 @@ def test_each_model_keeps_one_colour_across_the_book():
     assert len({model_colour(m) for m in offline}) == len(offline)  # no two offline models share a colour
     assert model_colour("random:smollm2") == model_colour("smollm2")  # a twin: the same colour, dashed
     assert model_colour("smollm2 (force BOS)") == model_colour("smollm2")
-    assert model_colour("meta-llama/Llama-3.2-1B") == model_colour("meta-llama/Llama-3.2-1B")  # stable
-    assert len(model_colour("tiny:llama")) == 3
+    assert model_colour("random:google/gemma-2b") == model_colour("google/gemma-2b")
+    # a model outside the manifest: a palette colour by hash, and not one colour for every such model
+    import seaborn as sns
+
+    palette = [tuple(c) for c in sns.color_palette("colorblind", 10)]
+    others = [f"someone/model-{i}" for i in range(20)]
+    assert all(model_colour(m) in palette for m in others)
+    assert len({model_colour(m) for m in others}) > 3
+
+
+@pytest.mark.parametrize("profile", ["colab", "paper"])
+def test_every_page_of_the_hub_profiles_shows_its_models_in_distinct_colours(profile):
+    from sinkframes.book.manifest import load_manifest
+    from sinkframes.figures.style import model_colour
+
+    checked = 0
+    for page in load_manifest().pages:
+        params = page.parameters.get(profile) or {}
+        refs = list(dict.fromkeys(m for key, value in params.items() if "model" in key and isinstance(value, list)
+                                  for m in value))
+        assert len({model_colour(m) for m in refs}) == len(refs), f"{page.id}: {refs}"
+        checked += len(refs) > 1
+    assert checked >= 8

@@ -11,10 +11,14 @@ a figure that cannot be re-laid out is scaled down to the column with its fonts 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import zlib
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import seaborn as sns
+import yaml
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.gridspec import GridSpec
@@ -40,17 +44,55 @@ _KNOWN_ORDER = ("smollm2", "gemma3", "minilm", "llama-6x64 (trained here)", "qwe
                 "qwen15")
 
 
-def model_colour(ref: str) -> tuple[float, float, float]:
-    """One colour per model across the book (colour-blind palette): the book's offline models in a fixed
-    order, any other model by a stable hash of its name; a random-initialized twin (``random:<ref>``) and a
-    label with a suffix (``"<ref> (forced BOS)"``) take the colour of the model they derive from."""
-    import zlib
+#: the profiles whose hub models are coloured so that no page of theirs shows two models in one colour
+_HUB_PROFILES = ("colab", "paper")
+_MANIFEST = Path(__file__).resolve().parents[1] / "data" / "manifest.yml"
 
+
+def _base(ref: str) -> str:
+    """The model a label derives from: a twin (``random:<ref>``) or a suffixed label (``"<ref> (forced BOS)"``)."""
+    return ref if ref in _KNOWN_ORDER else ref.removeprefix("random:").split(" (")[0]
+
+
+@functools.lru_cache(maxsize=1)
+def hub_colour_index() -> dict[str, int]:
+    """``{hub model: palette index}`` for every model the manifest's colab and paper pages name: a greedy colouring
+    of the graph whose edges join two models shown on one page, taken in the order the pages name them, so that
+    every page shows its models in distinct colours (7 of the palette's 10 are needed today)."""
+    pages: list[list[str]] = []
+    for page in yaml.safe_load(_MANIFEST.read_text())["pages"]:
+        for profile in _HUB_PROFILES:
+            params = page.get("parameters", {}).get(profile) or {}
+            refs = [_base(str(m)) for key, value in params.items() if "model" in key and isinstance(value, list)
+                    for m in value]
+            if refs:
+                pages.append(list(dict.fromkeys(refs)))
+    order = list(dict.fromkeys(ref for refs in pages for ref in refs))
+    neighbours: dict[str, set[str]] = {ref: set() for ref in order}
+    for refs in pages:
+        for ref in refs:
+            neighbours[ref] |= set(refs) - {ref}
+    index: dict[str, int] = {}
+    for ref in order:
+        taken = {index[other] for other in neighbours[ref] if other in index}
+        index[ref] = min(i for i in range(len(order) + 1) if i not in taken)
+    return index
+
+
+def model_colour(ref: str) -> tuple[float, float, float]:
+    """One colour per model across the book (colour-blind palette): the book's offline models in a fixed order,
+    the colab and paper profiles' hub models by :func:`hub_colour_index` (distinct on every page of those
+    profiles), any other model by a stable hash of its name (two such models may share a colour); a random-
+    initialized twin (``random:<ref>``) and a label with a suffix (``"<ref> (forced BOS)"``) take the colour of
+    the model they derive from."""
     palette = sns.color_palette("colorblind", 10)
-    base = ref.removeprefix("random:").split(" (")[0] if ref not in _KNOWN_ORDER else ref
+    base = _base(ref)
     if base in _KNOWN_ORDER:
         return tuple(palette[_KNOWN_ORDER.index(base)])
-    return tuple(palette[len(_KNOWN_ORDER) + zlib.crc32(base.encode()) % (10 - len(_KNOWN_ORDER))])
+    hub = hub_colour_index()
+    if base in hub:
+        return tuple(palette[hub[base] % len(palette)])
+    return tuple(palette[zlib.crc32(base.encode()) % len(palette)])
 
 
 def _short(tok: str, width: int = 10) -> str:
