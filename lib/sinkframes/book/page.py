@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from .. import corpus
+from ..report.myst_html import display_myst
 from ..report.provenance import provenance
 from ..types import RunOptions
 from .params import check_parameters
@@ -66,6 +67,11 @@ class PageSetup:
         (``report.page_verdicts.result_box``); ``empty`` is what it says when there are none."""
         show_result_box(found, empty)
 
+    def myst(self, markdown: str) -> None:
+        """Show a MyST block (an admonition) as the book renders it, in the book and in a notebook front end
+        (``report.myst_html.display_myst``)."""
+        display_myst(markdown)
+
     def details(self, title: str, markdown: str) -> None:
         """Show ``markdown`` folded under ``title`` (:func:`show_details`): material a reader opens on demand."""
         show_details(title, markdown)
@@ -82,13 +88,11 @@ class PageSetup:
 
 
 def show_result_box(found: list[Any], empty: str = "") -> None:
-    """Display the result box of ``found`` (a MyST admonition: the cell that shows it renders its Markdown
-    as MyST, ``mystnb.markdown_format: myst`` in its metadata)."""
-    from IPython.display import Markdown, display
-
+    """Display the result box of ``found`` (a MyST admonition, with its HTML for notebook front ends: the cell
+    that shows it renders its Markdown as MyST in the book, ``mystnb.markdown_format: myst`` in its metadata)."""
     from ..report.page_verdicts import NO_VERDICTS, result_box
 
-    display(Markdown(result_box(found, empty or NO_VERDICTS)))
+    display_myst(result_box(found, empty or NO_VERDICTS))
 
 
 #: the title of the folded block that holds a page's provenance line
@@ -101,11 +105,9 @@ def details_markdown(title: str, markdown: str) -> str:
 
 
 def show_details(title: str, markdown: str) -> None:
-    """Display :func:`details_markdown` (the cell that shows it renders its Markdown as MyST,
-    ``mystnb.markdown_format: myst`` in its metadata; elsewhere the fences show as text around it)."""
-    from IPython.display import Markdown, display
-
-    display(Markdown(details_markdown(title, markdown)))
+    """Display :func:`details_markdown`: MyST in the book (the cell's ``mystnb.markdown_format`` is ``myst``), a
+    ``<details>`` block in a notebook front end."""
+    display_myst(details_markdown(title, markdown))
 
 
 def show_figure(page_id: str | None, fig: Any, caption: str, takeaway: str = "") -> None:

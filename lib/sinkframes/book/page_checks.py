@@ -6,7 +6,7 @@
   (a number printed with ``str`` instead of the page's formatting).
 
 The rendered text is what a reader sees: markdown cells, and each output in the representation the book
-renders (HTML before Markdown before plain text; an image's plain-text fallback is never shown).
+renders (Markdown before HTML before plain text; an image's plain-text fallback is never shown).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from .figure_caption import CAPTION_PREFIX
 DICT_RE = re.compile(r"\{\s*(?:'|&#x27;|&#39;|\"|&quot;)[^'\"&\n]{1,40}(?:'|&#x27;|&#39;|\"|&quot;)\s*:")
 #: a float with nine or more decimals
 LONG_FLOAT_RE = re.compile(r"(?<![\w.])-?\d+\.\d{9,}(?![\d])")
-#: the order in which the book renders an output's representations (myst-nb's priority for HTML)
-RENDER_ORDER = ("text/html", "image/svg+xml", "image/png", "image/jpeg", "text/markdown", "text/latex", "text/plain")
+#: the order in which the book renders an output's representations (myst-nb's priority for HTML, with Markdown
+#: first: ``nb_mime_priority_overrides`` in ``_config.yml``, for the MyST blocks that carry an HTML copy)
+RENDER_ORDER = ("text/markdown", "text/html", "image/svg+xml", "image/png", "image/jpeg", "text/latex", "text/plain")
 
 
 def _rendered(output: Any) -> tuple[str, str]:
