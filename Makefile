@@ -2,7 +2,8 @@
 #   make book   run every page with the offline profile and build _build/html
 #   make test   lint (ruff, mypy), Chromium for the browser test if missing, then the whole test suite
 # and helpers: make book-large (the offline-large profile), make lab (JupyterLab on the templates), make lint,
-# make test-fast (no real model, no notebook run), make test-colab (the Colab flow in a fresh virtualenv), make bench,
+# make test-fast (no real model, no notebook run), make test-gpu (CUDA against the CPU), make test-colab (the Colab
+# flow in a fresh virtualenv), make bench,
 # make reproduce (re-execute every page and compare with the committed copies)
 PYTHON ?= python3
 VENV := .venv
@@ -14,7 +15,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book book-large chromium test test-fast test-floor test-installed test-colab lint lab html bench clean-cache reproduce
+.PHONY: book book-large chromium test test-fast test-gpu test-floor test-installed test-colab lint lab html bench clean-cache reproduce
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -101,6 +102,11 @@ test-colab: $(STAMP)
 
 test-fast: lint
 	$(PY) -m pytest -q -m "not slow" tests/unit tests/models
+
+# the GPU tier (pytest marker gpu): every analysis on CUDA against the CPU, and the rehearsal of the paper and colab
+# profiles on the GPU; on a machine without CUDA every test is skipped, saying so
+test-gpu: $(STAMP)
+	$(PY) -m pytest -q -m gpu -rs tests/gpu
 
 bench: $(STAMP)
 	for f in bench/bench_*.py; do $(PY) $$f || exit 1; done
