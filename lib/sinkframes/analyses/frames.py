@@ -1,8 +1,17 @@
 """Reference frames (paper sections 1-3.1): per-layer sink shares and the frame type they point to.
 
-The frame-type rule is fixed in advance and applied the same way to every model:
+The frame of a model is read by the frame instrument (:mod:`sinkframes.metrics.frames`), fixed before any model
+was classified with it and validated on attention with planted frames (:mod:`sinkframes.metrics.synthetic_frames`):
+each layer of each sentence reads *none*, *centralized*, *distributed* or *bidirectional* from the positions whose
+received share exceeds uniform attention's, and a model's frame is its profile over depth, with a model-level label
+(``frame``) only where a clear majority of its framed layers agree (``mixed`` otherwise) and its stability over
+resampled sentences.
 
-- **bidirectional** if the model is not causal and the last token receives at least 0.05 of the
+The book's earlier rule (``frame_earlier``, :func:`classify`) is kept beside it for comparison: it read model-level
+means over all layers, so uniform attention met its centralized criterion in a decoder (an ``argmax`` tie goes to
+position 0), anything else fell through to *distributed*, and nothing read *none*.
+
+- earlier rule, **bidirectional** if the model is not causal and the last token receives at least 0.05 of the
   attention and at least half as much as the first token (both ends anchor);
 - **centralized** if, averaged over layers and heads, at least half of the queries put their
   largest weight on position 0 and a head has at most 1.5 reference tokens;
@@ -10,8 +19,9 @@ The frame-type rule is fixed in advance and applied the same way to every model:
 - **undefined** when the evidence the rule reads is undefined (NaN: no query had another key to
   weigh, as in one-token texts); no frame is assigned then.
 
-``analyse`` returns one ``ModelResult`` per model: ``data`` holds the model-level ``evidence``, the
-``frame`` and the rule's ``reason``; ``report.frames`` writes the page's statements from them.
+``analyse`` returns one ``ModelResult`` per model: ``data`` holds the model-level ``evidence``, the ``frame``, its
+``reason`` and ``profile`` (:func:`sinkframes.metrics.frames.frame_profile`), and the earlier rule's
+``frame_earlier`` and ``reason_earlier``; ``report.frames`` writes the page's statements from them.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import torch
 
 from .. import stats
 from ..extraction import summarize
+from ..metrics.frames import STABLE, frame_profile
 from ..metrics.sinks import SinkSummaryReducer
 from ..types import Mode, RunOptions
 from ..verdicts.measures import boot, measure, seed_of
@@ -130,7 +141,10 @@ def frames_from_summaries(
     layers = pd.DataFrame(rows)
     evidence = {name: float(layers[name].mean()) for name in LAYER_COLUMNS}
     evidence["position0_dominant_layers"] = float((layers["first_token_concentration"] >= 0.5).mean())
-    frame, reason = classify(evidence, bool(record["causal"]))
+    earlier, earlier_reason = classify(evidence, bool(record["causal"]))
+    codes = {name: torch.stack([s[key].long() for s in summaries]).numpy()  # [sample, layer]
+             for name, key in (("frame", "frame"), ("frame_anchor", "frame_anchor"))}
+    profile = frame_profile(codes["frame"], codes["frame_anchor"], bool(record["causal"]), seed=seed)
     heads = {name: stats.nanmean(arr, axis=0) for name, arr in per_head.items()}  # each [layer, head]
     return ModelResult(
         analysis=ANALYSIS,
@@ -138,8 +152,9 @@ def frames_from_summaries(
         n_sentences=len(summaries),
         layers=layers,
         heads=heads,
-        samples={**per_head, **per_layer, "n_tokens": np.array([int(s["n_tokens"]) for s in summaries])},
-        data={"evidence": evidence, "frame": frame, "reason": reason},
+        samples={**per_head, **per_layer, **codes, "n_tokens": np.array([int(s["n_tokens"]) for s in summaries])},
+        data={"evidence": evidence, "frame": profile["label"], "reason": profile["reason"], "profile": profile,
+              "frame_earlier": earlier, "reason_earlier": earlier_reason},
         params={"seed": seed},
     )
 
@@ -305,9 +320,11 @@ def first_token_share(r: ModelResult, mode: Mode) -> Estimate | None:
 def frame_type(r: ModelResult, mode: Mode) -> Estimate | None:
     if mode == "faithful":
         return None
-    frame = str(r.data["frame"])
-    return Estimate(frame, n=r.n_sentences, interval="no interval: a category", detail=str(r.data.get("reason", "")),
-                    undetermined=frame == "undefined")
+    frame, profile = str(r.data["frame"]), r.data["profile"]
+    stability = float(profile["stability"])
+    return Estimate(frame, n=r.n_sentences, interval=f"a category; the same label in {stability:.0%} of "
+                    "resamples of the sentences", detail=str(r.data.get("reason", "")),
+                    undetermined=stability < STABLE)
 
 
 @measure("frames.reference_count", "frames")

@@ -89,6 +89,8 @@ CLEAR = 0.6
 MIN_FRAMED = 1 / 3
 #: a bidirectional model anchors the last position in at least this share of its framed layers
 MIN_LAST_END = 0.25
+#: a model-level label decides a claim only when this share of resamples of the sentences gives it too
+STABLE = 0.9
 #: the model-level labels: the frames, and ``mixed`` where no kind holds a clear majority
 MODEL_FRAMES = (*FRAMES, "mixed")
 
