@@ -105,7 +105,7 @@ def test_training_is_deterministic_and_checkpoints_on_its_plan():
     assert not torch.equal(a[0]["embed.weight"], a[8]["embed.weight"])
 
 
-def _attention(kind: str, n: int = 8) -> torch.Tensor:
+def _attention(kind: str, n: int = 16) -> torch.Tensor:
     """``[probe, layer, head, query, key]``: a perfect first-token sink, or uniform causal attention."""
     if kind == "sink":
         w = torch.zeros(n, n)
@@ -121,7 +121,7 @@ def test_measure_weights_on_a_perfect_sink_and_on_uniform_attention():
     assert sink["formed"] and sink["location"] == ["first token", "first token"]
     assert sink["first_share"] == pytest.approx([1.0, 1.0]) and sink["frame"] == "centralized"
     flat = controlled.measure_weights(_attention("uniform"), causal=True)
-    assert not flat["formed"] and flat["location"] == ["none", "none"]
+    assert not flat["formed"] and flat["location"] == ["none", "none"] and flat["frame"] == "none"
     # sigmoid-like rows that sum to 0.2: measured after normalization, the mass kept apart
     scaled = controlled.measure_weights(0.2 * _attention("sink"), causal=True)
     assert scaled["formed"] and scaled["mass"] == pytest.approx([0.2, 0.2])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
+from sinkframes.analyses import frame_validation as sf
 from sinkframes.metrics import frames as fr
-from sinkframes.metrics import synthetic_frames as sf
 
 #: the strength from which every planted frame must be recovered in at least 95 % of draws
 STATED_STRENGTH = 0.2
@@ -18,11 +20,15 @@ def _read(attn: torch.Tensor, causal: bool) -> str:
 
 
 @pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("n", [8, 64, 256])
+@pytest.mark.parametrize("n", [8, 16, 64, 256])
 def test_uniform_attention_reads_none_at_every_length_and_mask(causal, n):
     attn, _ = sf.planted_attention("uniform", n, causal, 0.0, 0.0, seed=0)
     assert _read(attn, causal) == "none"
-    assert float(fr.layer_frames(attn, causal)["top"][0]) == pytest.approx(0.0, abs=1e-6)
+    top = float(fr.layer_frames(attn, causal)["top"][0])
+    if n - 1 >= fr.MIN_SOURCES:
+        assert top == pytest.approx(0.0, abs=1e-6)
+    else:  # no key has the queries a sink needs: nothing to read
+        assert math.isnan(top)
 
 
 def test_two_positions_splitting_attention_exactly_are_two_sinks_not_a_peak():
@@ -36,9 +42,11 @@ def test_two_positions_splitting_attention_exactly_are_two_sinks_not_a_peak():
 
 
 def test_the_planted_frames_are_recovered_and_structureless_attention_reads_none():
-    trials = sf.validation_trials(draws=1)
-    structureless = trials[trials["planted"].isin(["uniform", "random"])]
-    assert (structureless["read"] == "none").all()
+    trials = sf.validation_trials(draws=2)
+    assert (trials.loc[trials["planted"] == "uniform", "read"] == "none").all()
+    random = trials[trials["planted"] == "random"]
+    assert (random["read"] == "none").mean() >= 0.95
+    assert (random.loc[random["n"] >= 32, "read"] == "none").all()  # chance sinks only in short sentences
     strong = trials[trials["strength"] >= STATED_STRENGTH]
     for kind, rows in strong.groupby("planted"):
         assert (rows["read"] == rows["expected"]).mean() >= 0.95, kind
@@ -86,3 +94,10 @@ def test_a_layer_split_between_sentences_is_not_a_frame_and_stability_reports_it
     assert 0.2 < prof["stability"] < 0.8  # half of the resamples tip each way
     clear = fr.frame_profile(*_profile(["centralized"] * 3, ["first"] * 3), causal=True, n_boot=50)
     assert clear["stability"] == 1.0
+
+
+def test_as_a_layer_is_read_structureless_attention_reads_none_and_every_planted_frame_is_found():
+    sets = sf.layer_trials(sets=1)
+    assert (sets.loc[sets["planted"].isin(["uniform", "random"]), "read"] == "none").all()
+    strong = sets[sets["strength"] >= STATED_STRENGTH]
+    assert len(strong) >= 20 and (strong["read"] == strong["expected"]).all()

@@ -12,8 +12,8 @@ import torch
 from sinkframes import verdicts as V
 from sinkframes.analyses import frames, information
 from sinkframes.analyses.base import ModelResult
+from sinkframes.metrics.frames import FrameSummaryReducer
 from sinkframes.metrics.information import InformationReducer
-from sinkframes.metrics.sinks import SinkSummaryReducer
 from sinkframes.verdicts import measures as M
 from sinkframes.verdicts.rules import decide
 from tests.attention_cases import causal_first_sink, causal_uniform, stack
@@ -272,7 +272,7 @@ RECORD = {"ref": "hand", "family": "llama", "paper_frame": "centralized", "causa
 
 
 def _frames(make, lengths=(6, 8, 9, 12)) -> ModelResult:
-    summaries = [SinkSummaryReducer()(stack(make(n), layers=3, heads=2), True) for n in lengths]
+    summaries = [FrameSummaryReducer()(stack(make(n), layers=3, heads=2), True) for n in lengths]
     return frames.frames_from_summaries(RECORD, summaries)
 
 
@@ -285,7 +285,7 @@ def test_null_result_is_the_same_analysis_on_uniform_attention():
 
 
 def test_the_frame_claim_beats_uniform_attention_which_reads_no_frame_at_any_length():
-    short, long = (6, 8, 9, 12), (20, 25, 30, 35)
+    short, long = (12, 13, 14, 16), (20, 25, 30, 35)
     for lengths in (short, long):
         by = {(v.claim, v.question): v for v in V.evaluate_model(_frames(causal_first_sink, lengths))}
         # every query on position 0: the first token takes everything

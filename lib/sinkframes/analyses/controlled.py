@@ -29,8 +29,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..metrics.frames import FrameSummaryReducer
 from ..metrics.positions import sink_location
-from ..metrics.sinks import SinkSummaryReducer, received_share
+from ..metrics.sinks import received_share
 from ..training.controlled import CHECKPOINT_DIR, RunSpec, load_checkpoint, load_index
 from ..training.sink_task import TASK, SinkTask
 from ..types import Mode
@@ -64,7 +65,7 @@ def measure_weights(w: torch.Tensor, causal: bool) -> dict[str, Any]:
     mass = w.sum(-1)  # [probe, layer, head, query]
     a = w / mass.clamp_min(1e-12).unsqueeze(-1)
     n_layers, n = a.shape[1], a.shape[-1]
-    summaries = SinkSummaryReducer().each(a, causal)
+    summaries = FrameSummaryReducer().each(a, causal)
     record = {"n_layers": n_layers, "causal": causal}
     frames = frames_from_summaries(record, summaries, seed=0)
     # the summaries keep the first key's share only; the sink's location needs every key's (tiny tensors here)

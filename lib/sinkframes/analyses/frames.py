@@ -1,7 +1,7 @@
 """Reference frames (paper sections 1-3.1): per-layer sink shares and the frame type they point to.
 
 The frame of a model is read by the frame instrument (:mod:`sinkframes.metrics.frames`), fixed before any model
-was classified with it and validated on attention with planted frames (:mod:`sinkframes.metrics.synthetic_frames`):
+was classified with it and validated on attention with planted frames (:mod:`sinkframes.analyses.frame_validation`):
 each layer of each sentence reads *none*, *centralized*, *distributed* or *bidirectional* from the positions whose
 received share exceeds uniform attention's, and a model's frame is its profile over depth, with a model-level label
 (``frame``) only where a clear majority of its framed layers agree (``mixed`` otherwise) and its stability over
@@ -36,8 +36,7 @@ import torch
 
 from .. import stats
 from ..extraction import summarize
-from ..metrics.frames import STABLE, frame_profile
-from ..metrics.sinks import SinkSummaryReducer
+from ..metrics.frames import STABLE, FrameSummaryReducer, frame_profile
 from ..types import Mode, RunOptions
 from ..verdicts.measures import boot, measure, seed_of
 from ..verdicts.verdict import Estimate
@@ -168,7 +167,7 @@ def analyse_model(
     with ``seed``, and ``data["position0_tokens"]`` the tokens the sentences put at position 0.
     """
     o = RunOptions.build(opts, **overrides)
-    ex = summarize(ref, texts, SinkSummaryReducer(), o)
+    ex = summarize(ref, texts, FrameSummaryReducer(), o)
     result = frames_from_summaries(ex.record, ex.summaries or [], seed=seed)
     result.from_cache = ex.from_cache
     result.params.update(asdict(o))
@@ -198,6 +197,24 @@ def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
         layer_cols = [c for c in result.layers.columns if c not in FAITHFUL_COLUMNS]
     ev = pd.DataFrame([{c: evidence[c] for c in cols}], index=pd.Index([result.ref], name="model"))
     return {"layers": result.layers[layer_cols].copy(), "evidence": ev}
+
+
+#: the strength from which the validation requires every planted frame to be read in 95 % of draws
+STATED_STRENGTH = 0.2
+
+
+def validate_instrument(draws: int = 2, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """The frame instrument on attention with planted frames (``analyses.frame_validation``): sentence by sentence
+    (``trials``, the ``confusion`` matrix of planted kind against the frame read, the ``recovery`` by strength) and
+    as it reads a layer, the frame most of a set of ten sentences of 8 to 64 tokens read (``layer_trials``,
+    ``layer_recovery``)."""
+    from . import frame_validation as sf
+
+    trials = sf.validation_trials(draws=draws, seed=seed)
+    layers = sf.layer_trials(sets=draws, seed=seed)
+    return {"trials": trials, "confusion": sf.confusion(trials).reset_index(),
+            "recovery": sf.recovery_by_strength(trials), "layer_trials": layers,
+            "layer_recovery": sf.recovery_by_strength(layers)}
 
 
 def bos_comparison_models(results: list[ModelResult], chosen: list[str] | None = None) -> list[str]:
@@ -253,7 +270,10 @@ def frame_table(results: list[ModelResult]) -> pd.DataFrame:
                 "layers where pos. 0 dominates": ev["position0_dominant_layers"],
                 "reference tokens / head": ev["reference_count"],
                 "reference tokens (official rule)": ev["faithful_reference_count"],
-                "frame (this book's rule)": f.data["frame"],
+                "frame (instrument)": f.data["frame"],
+                "same label in resamples": f.data["profile"]["stability"],
+                **{f"{k} layers": v for k, v in f.data["profile"]["shares"].items()},
+                "frame (earlier rule)": f.data["frame_earlier"],
                 "frame (paper, for the family)": r["paper_frame"],
             }
         )
@@ -302,7 +322,7 @@ def _position0(f: ModelResult) -> str:
 
 def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
     """The frames of ``result``'s shapes under uniform attention: the verdicts' attention null (``graph`` unused)."""
-    return frames_from_summaries(record, null_summaries(result, SinkSummaryReducer()), seed=seed)
+    return frames_from_summaries(record, null_summaries(result, FrameSummaryReducer()), seed=seed)
 
 # ---------------------------------------------------------------------- measures the verdicts read
 # Each is registered in :data:`sinkframes.verdicts.measures.MEASURES` under the name a claim of

@@ -35,6 +35,15 @@ import torch
 
 from .. import stats
 from ..extraction.run import run_cached
+from ..metrics.frames import (
+    ANCHORS,
+    FRAMES,
+    excess_from_received,
+    frames_of_excess,
+    labels_from_shares,
+    layer_labels,
+    model_frame,
+)
 from ..metrics.positions import PositionReducer
 from ..models.loading import RANDOM_PREFIX
 from ..models.registry import hook_supports
@@ -95,6 +104,11 @@ def arrays(summaries: list[dict[str, Any]], base: list[dict[str, Any]] | None = 
                                                   "reference_count", "sink_concentration")}
     out["first_share_heads"] = torch.stack([s["first_share"].float() for s in summaries]).numpy()  # [s, l, h]
     out["sink_index"] = torch.stack([s["sink_index"] for s in summaries]).numpy()  # [sample, layer]
+    # each layer's frame (the frame instrument) from the head-mean received shares the summaries keep
+    read = [frames_of_excess(excess_from_received(s["received"], bool(s["causal"])), bool(s["causal"]))
+            for s in summaries]
+    out["frame"] = np.stack([r["frame"].long().numpy() for r in read]) if read else np.zeros((0, 0), int)
+    out["frame_anchor"] = np.stack([r["anchor"].long().numpy() for r in read]) if read else np.zeros((0, 0), int)
     out["origin"] = np.array([int(s["origin"]) for s in summaries])
     out["first"] = np.array([int(s["first"]) for s in summaries])
     out["n_tokens"] = np.array([int(s["n_tokens"]) for s in summaries])
@@ -112,12 +126,18 @@ def arrays(summaries: list[dict[str, Any]], base: list[dict[str, Any]] | None = 
 
 
 def evidence_of(m: dict[str, np.ndarray]) -> dict[str, float]:
-    """The classifier's evidence from sentence means ``m[name] [layer]`` (layer means, as ``frames`` does)."""
+    """The earlier rule's evidence from sentence means ``m[name] [layer]`` (layer means, as ``frames`` does)."""
     return {k: float(np.nanmean(m[v])) for k, v in EVIDENCE.items()}
 
 
 def frame_of(a: dict[str, np.ndarray], causal: bool) -> str:
-    """The frame label of one pass's arrays (sentence means, then layer means)."""
+    """The frame the instrument reads for one pass (``metrics.frames.model_frame`` of its layers' frames)."""
+    frame, anchor = layer_labels(a["frame"], a["frame_anchor"])
+    return model_frame(frame, anchor, causal)[0]
+
+
+def earlier_frame_of(a: dict[str, np.ndarray], causal: bool) -> str:
+    """The earlier rule's label of one pass's arrays (sentence means, then layer means), for comparison."""
     with np.errstate(all="ignore"):
         return classify(evidence_of({v: stats.nanmean(a[v], axis=0) for v in EVIDENCE.values()}), causal)[0]
 
@@ -356,13 +376,20 @@ def _undetermined(r: ModelResult, why: str) -> Estimate:
     return Estimate(math.nan, math.nan, math.nan, n=r.n_sentences, interval=BOOT, undetermined=True, detail=why)
 
 
+def _onehot(a: dict[str, np.ndarray]) -> np.ndarray:
+    """``[sample, layer, 7]``: each sentence's frame and anchor per layer, one-hot (``metrics.frames.code_shares``
+    without the mean)."""
+    kinds = np.eye(len(FRAMES))[a["frame"].astype(int)]
+    anchor = np.where(a["frame_anchor"] >= 0, a["frame_anchor"], len(ANCHORS)).astype(int)
+    return np.concatenate([kinds, np.eye(len(ANCHORS) + 1)[anchor][..., : len(ANCHORS)]], -1)
+
+
 @measure("positions.frame_changes", ANALYSIS, extra_nulls=TWIN)
 def frame_changes(r: ModelResult, mode: Mode) -> Estimate | None:
     """How many interventions on the position encoding (function intact) change the frame label, with the
     label of each bootstrap resample of sentences recomputed for the unmodified and every intervened pass."""
     if mode == "faithful":
         return None
-    from ..analyses.frames import classify
     from ..probes.positions import ENCODING_GROUPS
 
     runs = _runs(r)
@@ -371,12 +398,11 @@ def frame_changes(r: ModelResult, mode: Mode) -> Estimate | None:
         return _undetermined(r, "no intervention on the position encoding left the model working")
     order = ["unmodified", *names]
     causal = [bool(runs[n]["causal"]) for n in order]
-    keys = list(EVIDENCE.items())
-    x = np.stack([np.stack([runs[n]["arrays"][v] for _, v in keys], 1) for n in order], 1)  # [sample, run, 4, layer]
+    # [sample, run, layer, 7]: one-hot frames and anchors, whose sentence means give each layer's label
+    x = np.stack([_onehot(runs[n]["arrays"]) for n in order], 1)
 
     def labels(m: np.ndarray) -> list[str]:
-        return [classify({k: float(np.nanmean(m[j, i])) for i, (k, _) in enumerate(keys)}, causal[j])[0]
-                for j in range(len(order))]
+        return [model_frame(*labels_from_shares(m[j]), causal[j])[0] for j in range(len(order))]
 
     def count(m: np.ndarray) -> float:
         got = labels(m)

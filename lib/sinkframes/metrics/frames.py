@@ -7,7 +7,7 @@ tokens. Here, per sentence and layer, on the head-mean attention ``[query, key]`
   *excess* is that share minus what uniform attention over the same mask and length gives it
   (``metrics.positions.uniform_received``): uniform attention has excess 0 everywhere, whatever the mask;
 - a key is a *sink position* when its excess is at least :data:`SINK_EXCESS` and at least :data:`MIN_SOURCES`
-  queries can see it (a key seen by one or two queries is not "many source tokens");
+  queries can see it (so that no single query's weight makes a sink: "many source tokens");
 - the layer's frame:
 
   - **none**: no sink position;
@@ -20,23 +20,28 @@ tokens. Here, per sentence and layer, on the head-mean attention ``[query, key]`
 
 No ``argmax`` decides anything, so ties (two positions splitting attention exactly) never pick a peak: two
 equal sinks are two sink positions. The thresholds are fixed here, before any model was classified with them,
-and validated on attention with planted frames (:mod:`sinkframes.metrics.synthetic_frames`).
+and validated on attention with planted frames (:mod:`sinkframes.analyses.frame_validation`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from .positions import uniform_received
-from .sinks import eligible_pairs
+from .sinks import SinkSummaryReducer, eligible_pairs
 
 #: a sink position receives at least this much more than uniform attention would give it (a tenth of each
-#: row, on average over the queries that can see it): far above what attention without structure reaches
-#: (the validation's random attention stays below 0.05 at every length it tries from 16 tokens on)
+#: row, on average over the queries that can see it). Random attention (Gaussian logits of standard deviation up
+#: to 2) reaches it by chance in single sentences shorter than 32 tokens only, and never in the frame most of a
+#: set of sentences read (the validation, :mod:`sinkframes.analyses.frame_validation`)
 SINK_EXCESS = 0.1
-#: a sink position needs this many queries that can see it ("many source tokens")
-MIN_SOURCES = 3
+#: a sink position needs this many queries that can see it ("many source tokens"): with fewer, one query's whole
+#: weight alone lifts a key's mean share past SINK_EXCESS (1/9 > 0.1), so a previous-token head would read as a row of
+#: sinks; with 10, no single query can make a sink. Causal sentences shorter than 11 tokens therefore read none
+MIN_SOURCES = 10
 #: one sink dominates when its excess is at least this multiple of the next position's
 DOMINANCE = 2.0
 #: the frame codes, in this order
@@ -46,23 +51,33 @@ ANCHORS = ("first", "last", "other")
 NO_ANCHOR = -1
 
 
+def excess_from_received(recv: torch.Tensor, causal: bool) -> torch.Tensor:
+    """``[layer, key]``: the head-mean received share ``recv [layer, key]`` minus uniform attention's, NaN for keys
+    seen by fewer than :data:`MIN_SOURCES` queries."""
+    n = recv.shape[-1]
+    count = eligible_pairs(n, causal, recv.device).sum(0)  # [key]
+    excess = recv.float() - uniform_received(n, causal, recv.device)
+    return torch.where(count >= MIN_SOURCES, excess, torch.full_like(excess, float("nan")))
+
+
 def excess_over_uniform(attn: torch.Tensor, causal: bool) -> torch.Tensor:
-    """``[layer, key]``: the head-mean received share minus uniform attention's, NaN for keys seen by fewer
-    than :data:`MIN_SOURCES` queries (``attn`` ``[layer, head, query, key]``, one sentence)."""
+    """:func:`excess_from_received` of one sentence's attention ``[layer, head, query, key]``."""
     a = attn.float().mean(1)  # [layer, query, key]
     n = a.shape[-1]
     mask = eligible_pairs(n, causal, a.device).to(a.dtype)  # [query, key]
-    count = mask.sum(0)  # [key]
-    recv = (a * mask).sum(-2) / count.clamp(min=1)  # [layer, key]
-    excess = recv - uniform_received(n, causal, a.device)
-    return torch.where(count >= MIN_SOURCES, excess, torch.full_like(excess, float("nan")))
+    recv = (a * mask).sum(-2) / mask.sum(0).clamp(min=1)  # [layer, key]
+    return excess_from_received(recv, causal)
 
 
 def layer_frames(attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
     """Per layer of one sentence: ``frame`` (index into :data:`FRAMES`), ``anchor`` (index into :data:`ANCHORS`
     for a centralized layer, :data:`NO_ANCHOR` otherwise), ``n_sinks``, ``top`` and ``second`` (the two largest
     excesses, NaN when the sentence has fewer eligible keys), each ``[layer]``."""
-    ex = excess_over_uniform(attn, causal)  # [layer, key]
+    return frames_of_excess(excess_over_uniform(attn, causal), causal)
+
+
+def frames_of_excess(ex: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+    """:func:`layer_frames` from the excesses ``[layer, key]`` (:func:`excess_from_received`)."""
     n_layers, n = ex.shape
     dev = ex.device
     is_sink = torch.nan_to_num(ex, nan=-1.0) >= SINK_EXCESS  # [layer, key]
@@ -81,6 +96,33 @@ def layer_frames(attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
             "top": torch.where(torch.isfinite(top), top, torch.full_like(top, float("nan"))), "second": second}
 
 
+@dataclass(frozen=True)
+class FrameSummaryReducer:
+    """The sink summary of one sentence (:class:`~sinkframes.metrics.sinks.SinkSummaryReducer`) with each layer's
+    frame (``frame``, ``frame_anchor``, ``frame_n_sinks``, ``frame_top``, ``frame_second``, each ``[layer]``).
+    ``version`` enters cache keys: bump it when the instrument changes."""
+
+    name: str = "frame_summary"
+    version: int = 1
+
+    def key(self) -> dict:
+        return {"reducer": self.name, "version": self.version, "sinks": SinkSummaryReducer().key(),
+                "instrument": {"excess": SINK_EXCESS, "sources": MIN_SOURCES, "dominance": DOMINANCE}}
+
+    def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+        out = SinkSummaryReducer()(attn, causal)
+        frames = layer_frames(attn, causal)
+        return {**out, **{k if k == "frame" else f"frame_{k}": v for k, v in frames.items()}}
+
+    def each(self, attn: torch.Tensor, causal: bool) -> list[dict[str, torch.Tensor]]:
+        """The summaries of samples of one length, ``attn [sample, layer, head, query, key]``, in one call."""
+        n_samples, n_layers = attn.shape[:2]
+        stacked = self(attn.reshape(n_samples * n_layers, *attn.shape[2:]), causal)  # [sample * layer, ...]
+        n_tokens = stacked.pop("n_tokens")
+        split = {k: v.reshape(n_samples, n_layers, *v.shape[1:]) for k, v in stacked.items()}
+        return [{"n_tokens": n_tokens.clone(), **{k: v[i] for k, v in split.items()}} for i in range(n_samples)]
+
+
 # ----------------------------------------------------------------------------- a model's frame over depth
 #: a model-level label needs this share of its framed layers (a clear majority: one layer of a 6-layer model
 #: does not decide it)
@@ -95,23 +137,35 @@ STABLE = 0.9
 MODEL_FRAMES = (*FRAMES, "mixed")
 
 
-def layer_labels(frames: np.ndarray, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(frame [layer], anchor [layer])`` from per-sentence codes ``[sample, layer]``: the frame most sentences
-    read (a tie reads ``none`` when none is among the tied, else ``distributed``: a tie is not a frame), and for a
+def code_shares(frames: np.ndarray, anchors: np.ndarray) -> np.ndarray:
+    """``[..., layer, 7]``: per layer, the share of sentences reading each frame (:data:`FRAMES`, 4 columns) and,
+    among all sentences, each anchor of a centralized layer (:data:`ANCHORS`, 3 columns), from codes
+    ``[sample, ..., layer]``: means over sentences, so that a bootstrap of sentence means reads labels too."""
+    kinds = np.eye(len(FRAMES))[frames.astype(int)]  # [sample, ..., layer, 4]
+    anchor_idx = np.where(anchors >= 0, anchors, len(ANCHORS)).astype(int)
+    where = np.eye(len(ANCHORS) + 1)[anchor_idx][..., : len(ANCHORS)]  # [sample, ..., layer, 3]
+    return np.concatenate([kinds, where], -1).mean(0)
+
+
+def labels_from_shares(shares: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(frame [layer], anchor [layer])`` from :func:`code_shares` ``[layer, 7]``: the frame most sentences read
+    (a tie reads ``none`` when none is among the tied, else ``distributed``: a tie is not a frame), and for a
     centralized layer the anchor most of its centralized sentences read (ties: ``other``)."""
-    n_layers = frames.shape[1]
-    frame = np.zeros(n_layers, dtype=int)
-    anchor = np.full(n_layers, NO_ANCHOR, dtype=int)
-    for layer in range(n_layers):
-        counts = np.bincount(frames[:, layer].astype(int), minlength=len(FRAMES))
-        tied = np.flatnonzero(counts == counts.max())
+    kinds, where = shares[:, : len(FRAMES)], shares[:, len(FRAMES):]
+    frame = np.zeros(len(shares), dtype=int)
+    anchor = np.full(len(shares), NO_ANCHOR, dtype=int)
+    for layer, row in enumerate(kinds):
+        tied = np.flatnonzero(np.isclose(row, row.max(), rtol=0, atol=1e-9))
         frame[layer] = tied[0] if len(tied) == 1 else (0 if 0 in tied else FRAMES.index("distributed"))
         if frame[layer] == FRAMES.index("centralized"):
-            a = anchors[frames[:, layer] == frame[layer], layer].astype(int)
-            ac = np.bincount(a, minlength=len(ANCHORS))
-            top = np.flatnonzero(ac == ac.max())
+            top = np.flatnonzero(np.isclose(where[layer], where[layer].max(), rtol=0, atol=1e-9))
             anchor[layer] = top[0] if len(top) == 1 else ANCHORS.index("other")
     return frame, anchor
+
+
+def layer_labels(frames: np.ndarray, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(frame [layer], anchor [layer])`` from per-sentence codes ``[sample, layer]`` (:func:`labels_from_shares`)."""
+    return labels_from_shares(code_shares(frames, anchors))
 
 
 def model_frame(frame: np.ndarray, anchor: np.ndarray, causal: bool) -> tuple[str, str]:

@@ -14,8 +14,6 @@ tokens) and a ``causal`` flag. Conventions, stated once:
   ``j`` (query 0 is left out: in causal models it can only look at itself).
 - *sink concentration*: the largest strongest-key share over positions: how much the queries agree
   on one single key.
-- *frame* of each layer (``frame``, ``frame_anchor``, ``frame_n_sinks``, ``frame_top``, ``frame_second``): the
-  frame instrument of :mod:`sinkframes.metrics.frames`, from every key's received share against uniform attention's.
 - *reference tokens* (``mode="corrected"``): keys that receive at least ``tau`` from at least
   ``min_fraction`` of the queries that can see them, with at least ``min_sources`` such queries:
   the paper's "weight above a threshold from many source tokens".
@@ -146,7 +144,7 @@ class SinkSummaryReducer:
     min_fraction: float = REFERENCE_MIN_FRACTION
     min_sources: int = REFERENCE_MIN_SOURCES
     name: str = "sink_summary"
-    version: int = 2  # 2: each layer's frame (metrics.frames)
+    version: int = 1
 
     def key(self) -> dict:
         return {
@@ -158,8 +156,6 @@ class SinkSummaryReducer:
         }
 
     def __call__(self, attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
-        from .frames import layer_frames  # metrics.frames reads this module's eligible pairs
-
         require_finite(attn)
         a = _check(attn)
         n = a.shape[-1]
@@ -177,7 +173,6 @@ class SinkSummaryReducer:
             "reference_has_first": refs[..., 0],
             "mean_head_sink_concentration": strongest_key_share(mean_head).amax(-1)[:, 0],
             "faithful_reference_count": faithful_reference_count(a),
-            **{f"frame_{k}" if k != "frame" else k: v for k, v in layer_frames(a, causal).items()},  # each [layer]
         }
 
     def each(self, attn: torch.Tensor, causal: bool) -> list[dict[str, torch.Tensor]]:

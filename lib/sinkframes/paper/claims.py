@@ -210,9 +210,9 @@ CLAIMS: tuple[Claim, ...] = (
     _C("3.4.encoding_decides", "3.4", "Sec. 3.4", "all", "the position encoding decides the frame type",
        "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
        page="position_interventions", measure="positions.frame_changes", rule="above", params={"threshold": 0.5},
-       why=("changed at fixed weights, the encoding must move the frame label: at least one intervention on the "
-            "position encoding that leaves the model working (function check) changes the label, in the whole "
-            "bootstrap interval"),
+       why=("changed at fixed weights, the encoding must move the frame label (the frame instrument, "
+            "metrics.frames, as 3.1.centralized reads it): at least one intervention on the position encoding that "
+            "leaves the model working (function check) changes the label, in the whole bootstrap interval"),
        null=f"{U_NULL}, and the model's random-initialized twin, under the same interventions"),
     _C("3.4.scaled_rope_bias", "3.4", "Sec. 3.4", "centralized", "scaled RoPE reduces the first-token bias",
        "reduced first-token positional bias under scaled RoPE", "", page="position_interventions",

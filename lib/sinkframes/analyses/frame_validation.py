@@ -8,7 +8,8 @@ is uniform attention (``noise`` 0) or the softmax of Gaussian logits of standard
 mask, drawn per head, query and key (random attention: peaks everywhere, agreed on by no query).
 
 Planted frames (:data:`PLANTED`): *uniform* and *random* (no sink: the answer is none), *centralized* (one sink,
-at the first position or, in a third of the draws, at another position in the first half), *distributed* (two to
+at the first position or, in a third of the draws, at another position in the first half that at least
+:data:`~sinkframes.metrics.frames.MIN_SOURCES` queries can see), *distributed* (two to
 three sinks of similar strength, the first position among them), *bidirectional* (bidirectional masks only: the
 first and the last position).
 """
@@ -22,13 +23,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .frames import FRAMES, layer_frames
+from ..metrics.frames import FRAMES, MIN_SOURCES, layer_frames
 
 PLANTED = ("uniform", "random", "centralized", "distributed", "bidirectional")
 #: the frame each planted kind should be read as
 EXPECTED = {"uniform": "none", "random": "none", "centralized": "centralized", "distributed": "distributed",
             "bidirectional": "bidirectional"}
-LENGTHS = (8, 16, 32, 64, 128, 256)
+LENGTHS = (16, 32, 64, 128, 256)
 STRENGTHS = (0.05, 0.1, 0.15, 0.2, 0.3)
 NOISES = (0.5, 1.0, 2.0)
 HEADS = 4
@@ -37,7 +38,8 @@ HEADS = 4
 def _sinks(kind: str, n: int, causal: bool, strength: float, rng: np.random.Generator) -> dict[int, float]:
     """``{position: share}`` of the planted sinks."""
     jitter = lambda: float(strength * rng.uniform(0.8, 1.2))  # noqa: E731
-    half = max(2, n // 2)
+    # a sink away from the ends sits in the first half, where at least MIN_SOURCES queries see it in a causal mask
+    half = max(2, min(n // 2, n - MIN_SOURCES))
     if kind == "centralized":
         where = 0 if rng.random() < 2 / 3 or n < 4 else int(rng.integers(1, half))
         return {where: jitter()}
@@ -94,6 +96,36 @@ def validation_trials(lengths: Sequence[int] = LENGTHS, strengths: Sequence[floa
         rows.append({"planted": kind, "mask": "causal" if causal else "bidirectional", "n": n,
                      "strength": 0.0 if kind in ("uniform", "random") else strength,
                      "noise": 0.0 if kind == "uniform" else noise, "expected": EXPECTED[kind], "read": frame})
+    return pd.DataFrame(rows)
+
+
+def layer_trials(strengths: Sequence[float] = STRENGTHS, noises: Sequence[float] = NOISES, sets: int = 4,
+                 sentences: int = 10, lengths: tuple[int, int] = (12, 64), seed: int = 0) -> pd.DataFrame:
+    """The instrument as it reads a model's layer: sets of ``sentences`` draws of one planted kind, strength, noise
+    and mask at lengths drawn from ``lengths`` (as a sentence set's lengths vary), each set read as the frame most
+    of its sentences read (:func:`sinkframes.metrics.frames.layer_labels`). One row per set, as
+    :func:`validation_trials`."""
+    from ..metrics.frames import layer_labels
+
+    rows = []
+    rng = np.random.default_rng(seed)
+    for i, (kind, causal, strength, noise, _set) in enumerate(itertools.product(
+            PLANTED, (True, False), strengths, noises, range(sets))):
+        if (kind == "bidirectional" and causal) or (kind in ("uniform", "random") and strength != strengths[0]) \
+                or (kind == "uniform" and noise != noises[0]):
+            continue
+        codes, anchors = [], []
+        for j in range(sentences):
+            n = int(rng.integers(lengths[0], lengths[1] + 1))
+            attn, _ = planted_attention(kind, n, causal, strength, noise, seed=(seed * 7919 + i) * 1000 + j)
+            out = layer_frames(attn, causal)
+            codes.append(int(out["frame"][0]))
+            anchors.append(int(out["anchor"][0]))
+        frame, _ = layer_labels(np.array(codes)[:, None], np.array(anchors)[:, None])
+        rows.append({"planted": kind, "mask": "causal" if causal else "bidirectional", "n": lengths[0],
+                     "strength": 0.0 if kind in ("uniform", "random") else strength,
+                     "noise": 0.0 if kind == "uniform" else noise, "expected": EXPECTED[kind],
+                     "read": FRAMES[int(frame[0])]})
     return pd.DataFrame(rows)
 
 
