@@ -251,7 +251,7 @@ def _seed_range(values: list[float], detail: str = "", n: int = 0) -> Estimate:
 def label_changes(r: ModelResult, mode: Mode) -> Estimate | None:
     """Per seed, how many position encodings give another final frame label than the architecture's standard
     one (RoPE for the decoder, the learned table for the encoder); median and range over seeds."""
-    if mode == "faithful":
+    if mode == "faithful" or r.record.get("frame_labels"):  # labels of another rule (the text grid's log)
         return None
     ref = REFERENCE[r.causal]
     others = [p for p in _positions(r) if p != ref]

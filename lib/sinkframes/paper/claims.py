@@ -359,7 +359,9 @@ CLAIMS: tuple[Claim, ...] = (
        why=("the rule of 3.4.encoding_decides.trained on the language-model grid (training.text_lm.GRID: one recipe, "
             "one data order, the runs of a seed from the same initial weights, stopped at the same step): in every "
             "seed at least one encoding ends with another frame label than standard RoPE, the labels read on the "
-            "32 held-out windows of the run's probe"),
+            "32 held-out windows of the run's probe by the frame instrument (metrics.frames); the grid's labels were "
+            "logged while it trained, by the earlier rule, and its weights are not kept, so the claim is not "
+            "evaluated until the runs are retrained"),
        null=("the label changes between the two seeds of one encoding, and the same grid at step 0 (random "
              "initialization)")),
     _C("3.4.scaled_rope_bias.text", "3.4", "Sec. 3.4", "controlled-text",
