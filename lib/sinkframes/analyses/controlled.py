@@ -36,7 +36,7 @@ from ..training.controlled import CHECKPOINT_DIR, RunSpec, load_checkpoint, load
 from ..training.sink_task import TASK, SinkTask
 from ..types import Mode
 from ..verdicts.measures import NULLS, measure
-from ..verdicts.verdict import Estimate
+from ..verdicts.verdict import Estimate, not_applicable
 from .base import ModelResult
 from .frames import frames_from_summaries
 
@@ -251,8 +251,11 @@ def _seed_range(values: list[float], detail: str = "", n: int = 0) -> Estimate:
 def label_changes(r: ModelResult, mode: Mode) -> Estimate | None:
     """Per seed, how many position encodings give another final frame label than the architecture's standard
     one (RoPE for the decoder, the learned table for the encoder); median and range over seeds."""
-    if mode == "faithful" or r.record.get("frame_labels"):  # labels of another rule (the text grid's log)
+    if mode == "faithful":
         return None
+    if r.record.get("frame_labels"):  # labels of another rule (the text grid's log)
+        return not_applicable(f"the runs' frame labels are those of {r.record['frame_labels']}; the frame "
+                              "instrument reads them once the runs are retrained")
     ref = REFERENCE[r.causal]
     others = [p for p in _positions(r) if p != ref]
     counts, changed = [], set()
@@ -311,16 +314,6 @@ def scaled_first_share_change(r: ModelResult, mode: Mode) -> Estimate | None:
         return None
     return Estimate(float(np.mean([p[1] for p in parts])), min(lows), max(highs), n=len(seeds_of(r)),
                     interval=SEED_RANGE, parts=parts, detail="modified RoPE minus standard RoPE, paired by seed")
-
-
-@measure("controlled.learned_encoder_bidirectional", ANALYSIS, null="random_twin")
-def learned_encoder_bidirectional(r: ModelResult, mode: Mode) -> Estimate | None:
-    """Per seed, 1 when the learned-table encoder's final frame label is bidirectional, else 0."""
-    if mode == "faithful" or r.causal:
-        return None
-    got = [_label(r, "learned", s) for s in seeds_of(r)]
-    values = [float(lbl == "bidirectional") for lbl in got if lbl is not None]
-    return _seed_range(values, "labels: " + ", ".join(str(x) for x in got))
 
 
 @measure("controlled.sink_lag", ANALYSIS, null="random_twin")

@@ -39,7 +39,7 @@ from ..extraction import summarize
 from ..metrics.frames import STABLE, FrameSummaryReducer, frame_profile
 from ..types import Mode, RunOptions
 from ..verdicts.measures import boot, measure, seed_of
-from ..verdicts.verdict import Estimate
+from ..verdicts.verdict import Estimate, not_applicable
 from .base import ModelResult, Results, each_model, register_tables
 from .structureless import null_summaries
 
@@ -330,8 +330,12 @@ def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int,
 
 @measure("frames.first_token_share", "frames")
 def first_token_share(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The mean received share of position 0, where position 0 holds a start token (1.bos_share is about
+    beginning-of-sequence tokens: a tokenizer that puts the first word there gives the claim no subject)."""
     if mode == "faithful":
         return None
+    if not r.record.get("adds_bos", True) and r.params.get("bos_policy", "default") != "force":
+        return not_applicable(f"`{r.ref}` puts the sentence's first word at position 0, not a start token")
     x = np.nanmean(r.samples["first_token_share"], axis=(1, 2))  # [sample]
     return boot(x, float, seed_of(r))
 

@@ -156,9 +156,12 @@ _C = Claim
 
 CLAIMS: tuple[Claim, ...] = (
     # --------------------------------------------------------------------------- 1 introduction
-    _C("1.bos_share", "1", "Introduction", "decoders", "share of attention on the first token", "30-40 %", "",
-       page="reference_frames", measure="frames.first_token_share", rule="within", params={"low": 0.30, "high": 0.40},
-       why="the printed range, taken as it stands", null=U_NULL,
+    _C("1.bos_share", "1", "Introduction", "all", "share of attention on the beginning-of-sequence token", "30-40 %",
+       "", page="reference_frames", measure="frames.first_token_share", rule="within",
+       params={"low": 0.30, "high": 0.40},
+       why=("the printed range, taken as it stands, on models whose position 0 holds a start token (an encoder's "
+            "[CLS] or <s>, a decoder's BOS); a tokenizer that puts the first word there gives the claim no subject "
+            "(not evaluated)"), null=U_NULL,
        definition="no official notebook computes it; measured as the mean received share of position 0"),
     _C("1.removal_hurts", "1", "Introduction", "all", "removing the sink harms the model", "argued, not measured", "",
        page="information_geometry", measure="information.output_sink_minus_random", rule="above",
@@ -339,9 +342,10 @@ CLAIMS: tuple[Claim, ...] = (
     _C("3.4.absolute_bidirectional.trained", "3.4", "Sec. 3.4", "controlled-encoder",
        "absolute position embeddings support the bidirectional anchors (models trained alike)",
        "absolute embeddings support bidirectional anchors", "", page="controlled_emergence",
-       measure="controlled.learned_encoder_bidirectional", rule="above", params={"threshold": 0.5},
-       why="the encoder with a learned absolute table ends with the bidirectional label in every seed",
-       null="the same grid at step 0 (random initialization)"),
+       untestable=("not on the sink task: its inputs have a start token and no end token, so no encoder trained on "
+                   "it can anchor the last position by a token it always finds there, and a bidirectional frame "
+                   "cannot form by construction (whatever the position encoding); a task with an end token the "
+                   "encoder can use would test it")),
     _C("B.early_emergence.trained", "B", "App. B", "controlled", "reference frames emerge early in training",
        "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="below",
        params={"threshold": 0.5},
