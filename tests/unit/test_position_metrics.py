@@ -101,13 +101,13 @@ def _summaries(make, lengths, origin=0, hidden_first=1.0):
 
 
 def test_frame_change_count_on_a_known_change_and_on_the_uniform_null():
-    lengths = [6, 7, 8, 9, 10, 6, 7, 8]
+    lengths = [12, 14, 16, 18, 20, 12, 14, 16]
     passes = {"unmodified": (UNMODIFIED, _summaries(_star, lengths)),
               "partial 0": (Intervention("partial", 0.0), _summaries(_previous, lengths)),
               "theta x4": (Intervention("theta", 4.0), _summaries(_star, lengths))}
     r = positions.from_passes(_record(), passes)
     assert r.data["runs"]["unmodified"]["frame"] == "centralized"
-    assert r.data["runs"]["partial 0"]["frame"] == "distributed"
+    assert r.data["runs"]["partial 0"]["frame"] == "none"  # a previous-token pattern has no sink
     est = pm.frame_changes(r, "corrected")
     assert (est.value, est.low, est.high) == (1.0, 1.0, 1.0)
     assert "partial 0" in est.detail
@@ -126,6 +126,10 @@ def test_where_the_sink_goes_under_a_known_move():
     null = positions.null_from(r)
     assert null.data["sink_layers"] == []  # uniform attention has no sink to follow
     assert pm.sink_on_physical0(null, "corrected").undetermined
+    # a shuffle that breaks the model's function still says where the sink went, with the check beside it
+    r.data["runs"]["ids permuted"]["check"]["broken"] = True
+    moved = pm.sink_on_position_id0(r, "corrected")
+    assert moved.value == 1.0 and not moved.undetermined and "breaks the model's function" in moved.detail
 
 
 def test_onset_and_the_colocation_measure():

@@ -447,17 +447,23 @@ def absolute_last_share_change(r: ModelResult, mode: Mode) -> Estimate | None:
 
 
 def _sink_share(r: ModelResult, where: str) -> Estimate:
-
+    """Where the sink goes when the position ids are shuffled, decided on the shuffled pass itself: the question
+    is where attention puts its sink, which does not need the model to keep working, so the function check is
+    stated beside the estimate rather than discarding it (it guards claims about a working model's frame)."""
     runs = _runs(r)
-    if PERMUTED not in runs or runs[PERMUTED]["check"]["broken"]:
-        return _undetermined(r, "the permutation did not run or broke the model")
+    if PERMUTED not in runs:
+        return _undetermined(r, "the permutation did not run")
     layers = r.data["sink_layers"]
     if not layers:
         return _undetermined(r, "no layer has its unmodified sink on position 0 in half the sentences")
     share = where_the_sink_is(runs[PERMUTED]["arrays"], layers)[where]  # [sample]
     est = boot(share, lambda m: float(m), seed_of(r))
+    check = runs[PERMUTED]["check"]
+    said = f"{check['what']} {check['value']:+.2f}" if math.isfinite(check["value"]) else check["what"]
+    state = "the shuffle breaks the model's function" if check["broken"] else "the model keeps working"
     return Estimate(est.value, est.low, est.high, est.n, est.interval,
-                    f"over {len(layers)} sink layers, position ids permuted", est.undetermined)
+                    f"over {len(layers)} sink layers, position ids permuted; function check: {said} ({state})",
+                    est.undetermined)
 
 
 @measure("positions.sink_on_position_id0", ANALYSIS, extra_nulls=TWIN)

@@ -234,7 +234,9 @@ CLAIMS: tuple[Claim, ...] = (
        "the first token's identity rotation makes it the sink", "", page="position_interventions",
        measure="positions.sink_on_position_id0", rule="above", params={"threshold": 0.5},
        why=("if the identity rotation makes the sink, then with the position ids shuffled (tokens and mask kept) "
-            "the sink of most sink layers moves to the token that now carries id 0"),
+            "the sink of most sink layers moves to the token that now carries id 0; decided on the shuffled pass "
+            "itself (where the sink goes does not need the model to keep working), its function check stated "
+            "beside it"),
        null=f"{U_NULL} (no sink), and the random-initialized twin"),
     # --------------------------------------------------------------------------- 4 methodology
     _C("4.thresholds", "4", "Sec. 4", "all", "graphs thresholded at seven values", "seven, from 0.001 to 0.2", _LAP,
@@ -795,7 +797,8 @@ CLAIMS: tuple[Claim, ...] = (
     _C("later.first_physical", LATER, "arXiv 2509.21042", "decoders", "the sink stays on the first physical token",
        "the causal mask, not the rotary code, places the sink", "", page="position_interventions",
        measure="positions.sink_on_physical0", rule="above", params={"threshold": 0.5},
-       why="with the position ids shuffled, the sink of most sink layers stays on physical position 0",
+       why=("with the position ids shuffled, the sink of most sink layers stays on physical position 0; decided on "
+            "the shuffled pass itself, its function check stated beside it"),
        null=f"{U_NULL} (no sink), and the random-initialized twin", source="2509.21042"),
     _C("later.norm_spike", LATER, "arXiv 2510.06477", "decoders",
        "the sink forms where the first token's residual norm spikes", "the same layers", "",
