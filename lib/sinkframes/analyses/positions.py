@@ -50,7 +50,7 @@ from ..models.registry import hook_supports
 from ..probes import positions as probe
 from ..types import Mode, RunOptions
 from ..verdicts.measures import BOOT, NULLS, boot, measure, seed_of, shape_measure, with_parts
-from ..verdicts.verdict import Estimate
+from ..verdicts.verdict import Estimate, not_applicable
 from .base import ModelResult, Results, each_model, register_tables, with_twin
 from .frames import classify
 from .structureless import uniform_attention
@@ -384,35 +384,65 @@ def _onehot(a: dict[str, np.ndarray]) -> np.ndarray:
     return np.concatenate([kinds, np.eye(len(ANCHORS) + 1)[anchor][..., : len(ANCHORS)]], -1)
 
 
-@measure("positions.frame_changes", ANALYSIS, extra_nulls=TWIN)
-def frame_changes(r: ModelResult, mode: Mode) -> Estimate | None:
-    """How many interventions on the position encoding (function intact) change the frame label, with the
-    label of each bootstrap resample of sentences recomputed for the unmodified and every intervened pass."""
+#: the passes that change the kind of position encoding, by intervention kind: a modified rotary code (another
+#: base, NTK-aware or linear scaling, partial rotation as in Phi-2 and Pythia) or absolute positions removed (the
+#: table averaged or zeroed, or no positions at all). Offsets (no-ops for a rotary code), shuffled ids (a scramble of
+#: word order) and table shifts stay on the page as checks and as the placement experiment; no rotation at all is no
+#: encoding the paper types
+MODIFIED_ROTARY = ("theta", "ntk", "linear", "partial")
+ABSOLUTE_REMOVED = ("pe_mean", "pe_zero", "no_positions")
+#: the frame each kind of model starts from in the paper's account, and where a change of kind should move it
+PREDICTED = {"rotary": ("centralized", "distributed"), "absolute": ("bidirectional", "another frame")}
+
+
+def kind_changing(iv: dict[str, Any]) -> str | None:
+    """``"rotary"`` or ``"absolute"`` for a pass that changes the kind of position encoding, else None."""
+    kind, value = iv["kind"], float(iv.get("value", 0.0))
+    if kind in MODIFIED_ROTARY and not (kind == "partial" and value == 0.0):
+        return "rotary"
+    return "absolute" if kind in ABSOLUTE_REMOVED else None
+
+
+@measure("positions.frame_moves_as_predicted", ANALYSIS, extra_nulls=TWIN)
+def frame_moves_as_predicted(r: ModelResult, mode: Mode) -> Estimate | None:
+    """How many passes that change the kind of position encoding (function intact) move the frame the way the paper
+    predicts: a rotary model read *centralized* to *distributed* under a modified rotary code, an absolute model read
+    *bidirectional* to another frame with its absolute positions removed. Labels of each bootstrap resample of
+    sentences are recomputed for the unmodified and every such pass. A model whose own frame is not the one the paper
+    ties to its encoding is not a subject of the test (not evaluated, with its frame)."""
     if mode == "faithful":
         return None
-    from ..probes.positions import ENCODING_GROUPS
-
     runs = _runs(r)
-    names = [n for n, run in runs.items() if run["group"] in ENCODING_GROUPS and not run["check"]["broken"]]
+    kinds = {n: kind_changing(run["intervention"]) for n, run in runs.items()}
+    kind = next((k for k in kinds.values() if k is not None), None)
+    if kind is None:
+        return not_applicable("no pass changes the kind of this model's position encoding")
+    start, target = PREDICTED[kind]
+    base = runs["unmodified"]["frame"]
+    if base != start:
+        return not_applicable(f"the model reads {base}, not the {start} frame the paper ties to its {kind} encoding, "
+                              "so a change of encoding has no predicted direction here")
+    names = [n for n, k in kinds.items() if k == kind and not runs[n]["check"]["broken"]]
     if not names:
-        return _undetermined(r, "no intervention on the position encoding left the model working")
+        return _undetermined(r, "no pass that changes the kind of position encoding left the model working")
     order = ["unmodified", *names]
     causal = [bool(runs[n]["causal"]) for n in order]
-    # [sample, run, layer, 7]: one-hot frames and anchors, whose sentence means give each layer's label
-    x = np.stack([_onehot(runs[n]["arrays"]) for n in order], 1)
+    x = np.stack([_onehot(runs[n]["arrays"]) for n in order], 1)  # [sample, run, layer, 7]
 
-    def labels(m: np.ndarray) -> list[str]:
-        return [model_frame(*labels_from_shares(m[j]), causal[j])[0] for j in range(len(order))]
+    def moved(lbl: str, first: str) -> bool:
+        return lbl == target if kind == "rotary" else lbl != first
 
     def count(m: np.ndarray) -> float:
-        got = labels(m)
-        return float(sum(lbl != got[0] for lbl in got[1:]))
+        got = [model_frame(*labels_from_shares(m[j]), causal[j])[0] for j in range(len(order))]
+        return float(sum(got[0] == start and moved(lbl, got[0]) for lbl in got[1:]))
 
-    changed = [n for n, lbl in zip(order[1:], labels(np.nanmean(x, 0))[1:], strict=True)
-               if lbl != runs["unmodified"]["frame"]]
+    point = [runs[n]["frame"] for n in names]
+    hits = [n for n, lbl in zip(names, point, strict=True) if moved(lbl, base)]
     est = boot(x, count, seed_of(r))
-    detail = (f"of {len(names)} scored interventions; changed: {', '.join(changed)}" if changed
-              else f"none of {len(names)} scored interventions changes the label ({runs['unmodified']['frame']})")
+    labels = ", ".join(f"{n} {lbl}" for n, lbl in zip(names, point, strict=True))
+    detail = (f"of {len(names)} passes that change the kind of encoding (function intact): "
+              + (f"moved {base} -> {target}: {', '.join(hits)}" if hits else
+                 f"none moved {base} -> {target} (labels: {labels})"))
     return Estimate(est.value, est.low, est.high, est.n, est.interval, detail, est.undetermined)
 
 

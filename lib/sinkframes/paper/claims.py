@@ -212,10 +212,15 @@ CLAIMS: tuple[Claim, ...] = (
        "the first token's identity rotation", "", untestable=THEORY),
     _C("3.4.encoding_decides", "3.4", "Sec. 3.4", "all", "the position encoding decides the frame type",
        "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
-       page="position_interventions", measure="positions.frame_changes", rule="above", params={"threshold": 0.5},
-       why=("changed at fixed weights, the encoding must move the frame label (the frame instrument, "
-            "metrics.frames, as 3.1.centralized reads it): at least one intervention on the position encoding that "
-            "leaves the model working (function check) changes the label, in the whole bootstrap interval"),
+       page="position_interventions", measure="positions.frame_moves_as_predicted", rule="above",
+       params={"threshold": 0.5},
+       why=("changed at fixed weights, the encoding must move the frame (the frame instrument, metrics.frames) the way "
+            "the paper's typology says: in a rotary model read centralized, at least one modified rotary code (another "
+            "base, NTK-aware or linear scaling, partial rotation) that leaves the model working reads distributed; in "
+            "an absolute model read bidirectional, removing the absolute positions (table averaged or zeroed) moves "
+            "it to another frame; in the whole bootstrap interval. Offsets and shuffled ids are not a change of kind "
+            "(they stay on the page as checks and as the placement experiment); a model whose own frame is not the "
+            "one the paper ties to its encoding has no predicted direction and is not evaluated"),
        null=f"{U_NULL}, and the model's random-initialized twin, under the same interventions"),
     _C("3.4.scaled_rope_bias", "3.4", "Sec. 3.4", "centralized", "scaled RoPE reduces the first-token bias",
        "reduced first-token positional bias under scaled RoPE", "", page="position_interventions",
