@@ -22,6 +22,7 @@ half the zero-prediction loss (the model has begun to use the marked contents).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -258,7 +259,7 @@ def label_changes(r: ModelResult, mode: Mode) -> Estimate | None:
                               "instrument reads them once the runs are retrained")
     ref = REFERENCE[r.causal]
     others = [p for p in _positions(r) if p != ref]
-    counts, changed = [], set()
+    counts, changed, parts = [], set(), []
     for s in seeds_of(r):
         base = _label(r, ref, s)
         if base is None:  # the reference run of this seed is not (yet) trained: nothing to compare with
@@ -267,8 +268,10 @@ def label_changes(r: ModelResult, mode: Mode) -> Estimate | None:
         diff = [p for p, lbl in got.items() if lbl is not None and lbl != base]
         changed.update(diff)
         counts.append(float(len(diff)))
-    return _seed_range(counts, f"of {len(others)} encodings against {ref}; changed in some seed: "
-                               f"{', '.join(sorted(changed)) or 'none'}")
+        parts.append([f"seed {s}", float(len(diff)), float(len(diff)), float(len(diff))])
+    est = _seed_range(counts, f"of {len(others)} encodings against {ref}; changed in some seed: "
+                              f"{', '.join(sorted(changed)) or 'none'}")
+    return replace(est, parts=parts)  # the claim is "in every seed": each seed is a part
 
 
 def _seed_label_changes(r: ModelResult, mode: Mode) -> Estimate | None:
@@ -300,19 +303,16 @@ def scaled_first_share_change(r: ModelResult, mode: Mode) -> Estimate | None:
     standard RoPE at the last checkpoint; one part per scheme, each with its range over seeds."""
     if mode == "faithful" or not r.causal:
         return None
-    parts: list[list[Any]] = []
-    lows: list[float] = []
-    highs: list[float] = []
+    parts: list[list[Any]] = []  # the claim is "in every seed": each scheme at each seed is a part
     for scheme in MODIFIED_ROPE:
-        d = [_mean_first(r, scheme, s) - _mean_first(r, "rope", s) for s in seeds_of(r)]
-        d = [x for x in d if math.isfinite(x)]
-        if d:
-            parts.append([scheme, float(np.mean(d)), min(d), max(d)])
-            lows.append(min(d))
-            highs.append(max(d))
+        for s in seeds_of(r):
+            d = _mean_first(r, scheme, s) - _mean_first(r, "rope", s)
+            if math.isfinite(d):
+                parts.append([f"{scheme} seed {s}", d, d, d])
     if not parts:
         return None
-    return Estimate(float(np.mean([p[1] for p in parts])), min(lows), max(highs), n=len(seeds_of(r)),
+    values = [p[1] for p in parts]
+    return Estimate(float(np.mean(values)), min(values), max(values), n=len(seeds_of(r)),
                     interval=SEED_RANGE, parts=parts, detail="modified RoPE minus standard RoPE, paired by seed")
 
 
@@ -322,16 +322,18 @@ def sink_lag(r: ModelResult, mode: Mode) -> Estimate | None:
     doublings of training between the drop of the loss and the sink (negative: the sink came first)."""
     if mode == "faithful":
         return None
-    lags = []
-    for rows in r.data["runs"].values():
+    lags, parts = [], []  # the claim is "in every run that forms a sink": each such run is a part
+    for run, rows in r.data["runs"].items():
         first = rows[0]
         if first["attention"] != "softmax":
             continue
         sink, loss = step_of(first["sink_step"]), step_of(first["loss_step"])
         if sink is not None and loss is not None and sink > 0 and loss > 0:
             lags.append(math.log2(sink / loss))
+            parts.append([str(run), lags[-1], lags[-1], lags[-1]])
     n_runs = sum(rows[0]["attention"] == "softmax" for rows in r.data["runs"].values())
     detail = f"{len(lags)} of {n_runs} softmax runs formed a sink and dropped their loss"
     if not lags:
         return Estimate(math.nan, math.nan, math.nan, interval=RUN_RANGE, detail=detail, undetermined=True)
-    return Estimate(float(np.median(lags)), min(lags), max(lags), n=len(lags), interval=RUN_RANGE, detail=detail)
+    return Estimate(float(np.median(lags)), min(lags), max(lags), n=len(lags), interval=RUN_RANGE, detail=detail,
+                    parts=parts)

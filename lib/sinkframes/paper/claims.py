@@ -332,7 +332,7 @@ CLAIMS: tuple[Claim, ...] = (
     _C("3.4.encoding_decides.trained", "3.4", "Sec. 3.4", "controlled",
        "the position encoding decides the frame type (models trained alike, one switch apart)",
        "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
-       page="controlled_emergence", measure="controlled.label_changes", rule="above", params={"threshold": 0.5},
+       page="controlled_emergence", measure="controlled.label_changes", rule="every_above", params={"threshold": 0.5},
        why=("trained from the same initial weights on the same batches, softmax models that differ only in their "
             "position encoding must end with different frame labels: in every seed, at least one encoding gives "
             "another label than the architecture's standard one (RoPE in the decoder, a learned table in the "
@@ -354,7 +354,7 @@ CLAIMS: tuple[Claim, ...] = (
                    "cannot form by construction (whatever the position encoding); a task with an end token the "
                    "encoder can use would test it")),
     _C("B.early_emergence.trained", "B", "App. B", "controlled", "reference frames emerge early in training",
-       "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="below",
+       "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="every_below",
        params={"threshold": 0.5},
        why=("'early' read against the loss curve, since a toy run's length is arbitrary: in every softmax run that "
             "forms a sink (some layer's first-token share with its lower 95 % bound above 0.5, the rule of "
@@ -366,7 +366,7 @@ CLAIMS: tuple[Claim, ...] = (
     _C("3.4.encoding_decides.text", "3.4", "Sec. 3.4", "controlled-text",
        "the position encoding decides the frame type (language models trained alike on natural text)",
        "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
-       page="controlled_emergence", measure="controlled.label_changes", rule="above", params={"threshold": 0.5},
+       page="controlled_emergence", measure="controlled.label_changes", rule="every_above", params={"threshold": 0.5},
        why=("the rule of 3.4.encoding_decides.trained on the language-model grid (training.text_lm.GRID: one recipe, "
             "one data order, the runs of a seed from the same initial weights, stopped at the same step): in every "
             "seed at least one encoding ends with another frame label than standard RoPE, the labels read on the "
@@ -383,7 +383,7 @@ CLAIMS: tuple[Claim, ...] = (
             "with a lower layer-mean first-token share than standard RoPE, paired by seed, in every seed"),
        null="the same grid at step 0 (random initialization, the encodings already switched)"),
     _C("B.early_emergence.text", "B", "App. B", "controlled-text", "reference frames emerge early in training",
-       "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="below",
+       "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="every_below",
        params={"threshold": 0.5},
        why=("the rule of B.early_emergence.trained on the language-model grid, with the held-out loss in place of "
             "the task loss: in every run that forms a sink (some layer's first-token share with its lower 95 % "
