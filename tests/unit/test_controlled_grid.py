@@ -105,7 +105,7 @@ def test_training_is_deterministic_and_checkpoints_on_its_plan():
     assert not torch.equal(a[0]["embed.weight"], a[8]["embed.weight"])
 
 
-def _attention(kind: str, n: int = 8) -> torch.Tensor:
+def _attention(kind: str, n: int = 16) -> torch.Tensor:
     """``[probe, layer, head, query, key]``: a perfect first-token sink, or uniform causal attention."""
     if kind == "sink":
         w = torch.zeros(n, n)
@@ -121,7 +121,7 @@ def test_measure_weights_on_a_perfect_sink_and_on_uniform_attention():
     assert sink["formed"] and sink["location"] == ["first token", "first token"]
     assert sink["first_share"] == pytest.approx([1.0, 1.0]) and sink["frame"] == "centralized"
     flat = controlled.measure_weights(_attention("uniform"), causal=True)
-    assert not flat["formed"] and flat["location"] == ["none", "none"]
+    assert not flat["formed"] and flat["location"] == ["none", "none"] and flat["frame"] == "none"
     # sigmoid-like rows that sum to 0.2: measured after normalization, the mass kept apart
     scaled = controlled.measure_weights(0.2 * _attention("sink"), causal=True)
     assert scaled["formed"] and scaled["mass"] == pytest.approx([0.2, 0.2])
@@ -159,8 +159,10 @@ def test_grid_measures_and_their_nulls_give_the_known_answers():
     seed_null = NULLS["seed_label_changes"](result, "corrected")
     assert seed_null.high == 0.0  # the labels do not move with the seed
     scaled = MEASURES["controlled.scaled_first_share_change"].fn(result, "corrected")
-    assert scaled.parts[0][0] == "rope_1e6"
-    assert scaled.parts[0][1] == pytest.approx(((0.6 - 0.9) + (0.7 - 0.8) + (0.5 - 0.85)) / 3 * 0.75)
+    # each scheme at each seed is a part (the claim says "in every seed")
+    assert [p[0] for p in scaled.parts] == ["rope_1e6 seed 0", "rope_1e6 seed 1", "rope_1e6 seed 2"]
+    assert [p[1] for p in scaled.parts] == pytest.approx([(0.6 - 0.9) * 0.75, (0.7 - 0.8) * 0.75, (0.5 - 0.85) * 0.75])
+    assert [p[0] for p in changes.parts] == ["seed 0", "seed 1", "seed 2"]
     lag = MEASURES["controlled.sink_lag"].fn(result, "corrected")
     assert lag.value == pytest.approx(math.log2(64 / 128)) and lag.n == 9
     twin = MEASURES["controlled.sink_lag"].fn(result.data["twin"], "corrected")
@@ -176,3 +178,13 @@ def test_verdicts_on_the_synthetic_grid():
     found = {v.claim: v for v in evaluate(controlled.group_results(measured)) if v.question == "holds"}
     assert found["3.4.encoding_decides.trained"].status == SUPPORTED
     assert found["B.early_emergence.trained"].status == NOT_SUPPORTED  # the sink came two doublings late
+
+
+def test_a_claim_about_every_seed_is_refuted_by_one_seed_instead_of_left_inconclusive():
+    from sinkframes.verdicts import evaluate
+
+    # rope_1e6 changes the label in seeds 0 and 1 and not in seed 2: the range over seeds straddles the rule
+    measured = _measured({"rope": [0.9, 0.8, 0.85], "rope_1e6": [0.6, 0.7, 0.5]},
+                         {"rope": ["centralized"] * 3, "rope_1e6": ["distributed", "distributed", "centralized"]})
+    found = {v.claim: v for v in evaluate(controlled.group_results(measured)) if v.question == "holds"}
+    assert found["3.4.encoding_decides.trained"].status == NOT_SUPPORTED

@@ -7,7 +7,7 @@ import torch
 
 from sinkframes.analyses import frames
 from sinkframes.analyses.base import ModelResult
-from sinkframes.metrics.sinks import SinkSummaryReducer
+from sinkframes.metrics.frames import FrameSummaryReducer
 from tests.attention_cases import causal_first_sink, previous_token, stack, two_ends
 
 
@@ -18,11 +18,11 @@ def record(causal: bool, n_layers: int) -> dict:
 
 def summaries_of(mat: torch.Tensor, causal: bool, n: int = 5, layers: int = 3, heads: int = 2):
     att = stack(mat, layers, heads)
-    return [SinkSummaryReducer()(att, causal) for _ in range(n)]
+    return [FrameSummaryReducer()(att, causal) for _ in range(n)]
 
 
 def test_centralized_on_a_perfect_sink():
-    mf = frames.frames_from_summaries(record(True, 3), summaries_of(causal_first_sink(8), True))
+    mf = frames.frames_from_summaries(record(True, 3), summaries_of(causal_first_sink(16), True))
     assert isinstance(mf, ModelResult) and mf.analysis == "frames"
     assert mf.data["frame"] == "centralized"
     assert mf.layers["first_token_share"].tolist() == pytest.approx([1, 1, 1])
@@ -32,6 +32,9 @@ def test_centralized_on_a_perfect_sink():
     out = frames.to_json(mf)
     assert out["n_sentences"] == 5 and [r["layer"] for r in out["layers"]] == [0, 1, 2]
     assert set(out) == {"model", "n_sentences", "frame", "layers"} and out["frame"] == "centralized"
+    # under 11 tokens no key of a causal sentence has the 10 queries a sink needs: no frame is read
+    short = frames.frames_from_summaries(record(True, 3), summaries_of(causal_first_sink(8), True))
+    assert short.data["frame"] == "none"
 
 
 def test_tables_split_the_official_rule_from_this_books_measures():
@@ -49,13 +52,16 @@ def test_tables_split_the_official_rule_from_this_books_measures():
 
 
 def test_bidirectional_on_two_ends():
-    mf = frames.frames_from_summaries(record(False, 3), summaries_of(two_ends(8), False))
+    mf = frames.frames_from_summaries(record(False, 3), summaries_of(two_ends(16), False))
     assert mf.data["frame"] == "bidirectional"
 
 
-def test_distributed_on_a_previous_token_pattern():
-    mf = frames.frames_from_summaries(record(True, 3), summaries_of(previous_token(10), True))
-    assert mf.data["frame"] == "distributed"
+def test_a_previous_token_head_has_no_sink():
+    # every key gets its weight from one query: no position receives attention from many source tokens
+    for n in (10, 40):
+        mf = frames.frames_from_summaries(record(True, 3), summaries_of(previous_token(n), True))
+        assert mf.data["frame"] == "none"
+        assert mf.data["frame_earlier"] == "distributed"  # the earlier rule's fall-through
 
 
 def test_classify_thresholds_are_the_stated_ones():

@@ -10,6 +10,7 @@ import torch
 from sinkframes.analyses.geometry_values import GeometryValuesReducer
 from sinkframes.analyses.rmt import RMTReducer
 from sinkframes.extraction.capture import SampleCapture
+from sinkframes.metrics.frames import FrameSummaryReducer
 from sinkframes.metrics.graphs import SpectralReducer
 from sinkframes.metrics.information import InformationReducer
 from sinkframes.metrics.simplex import SimplexSummaryReducer
@@ -18,8 +19,8 @@ from sinkframes.metrics.topology import TopologyReducer
 from sinkframes.tensors import NonFiniteInputError, require_finite
 from tests.attention_cases import causal_uniform, stack
 
-REDUCERS = [SinkSummaryReducer(), SimplexSummaryReducer(), SpectralReducer(), TopologyReducer(), InformationReducer(),
-            RMTReducer()]
+REDUCERS = [SinkSummaryReducer(), FrameSummaryReducer(), SimplexSummaryReducer(), SpectralReducer(), TopologyReducer(),
+            InformationReducer(), RMTReducer()]
 
 
 @pytest.mark.parametrize("reducer", REDUCERS, ids=lambda r: type(r).__name__)

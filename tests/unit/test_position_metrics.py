@@ -100,19 +100,33 @@ def _summaries(make, lengths, origin=0, hidden_first=1.0):
     return out
 
 
-def test_frame_change_count_on_a_known_change_and_on_the_uniform_null():
-    lengths = [6, 7, 8, 9, 10, 6, 7, 8]
+def _two_sinks(n: int, layers: int = 2, heads: int = 2) -> torch.Tensor:
+    """Every query (that can) splits its weight between keys 0 and 1: two anchors, none dominant."""
+    a = torch.zeros(layers, heads, n, n)
+    a[:, :, 0, 0] = 1.0
+    a[:, :, 1:, 0] = 0.5
+    a[:, :, 1, 1] += 0.5
+    a[:, :, 2:, 1] = 0.5
+    return a
+
+
+def test_the_frame_moves_as_predicted_only_under_a_change_of_kind_and_not_on_the_uniform_null():
+    lengths = [12, 14, 16, 18, 20, 12, 14, 16]
     passes = {"unmodified": (UNMODIFIED, _summaries(_star, lengths)),
-              "partial 0": (Intervention("partial", 0.0), _summaries(_previous, lengths)),
-              "theta x4": (Intervention("theta", 4.0), _summaries(_star, lengths))}
+              "offset 1": (Intervention("offset", 1.0), _summaries(_two_sinks, lengths)),  # not a change of kind
+              # no rotation at all: no encoding the paper types
+              "partial 0": (Intervention("partial", 0.0), _summaries(_two_sinks, lengths)),
+              "NTK-aware x4": (Intervention("ntk", 4.0), _summaries(_two_sinks, lengths)),
+              "theta x16": (Intervention("theta", 16.0), _summaries(_previous, lengths))}  # moves, but to none
     r = positions.from_passes(_record(), passes)
     assert r.data["runs"]["unmodified"]["frame"] == "centralized"
-    assert r.data["runs"]["partial 0"]["frame"] == "distributed"
-    est = pm.frame_changes(r, "corrected")
+    assert r.data["runs"]["NTK-aware x4"]["frame"] == "distributed"
+    assert r.data["runs"]["theta x16"]["frame"] == "none"  # a previous-token pattern has no sink
+    est = pm.frame_moves_as_predicted(r, "corrected")
     assert (est.value, est.low, est.high) == (1.0, 1.0, 1.0)
-    assert "partial 0" in est.detail
-    null = pm.frame_changes(positions.null_from(r), "corrected")
-    assert null.value == 0.0 and null.high == 0.0
+    assert "NTK-aware x4" in est.detail and "offset" not in est.detail and "partial 0" not in est.detail
+    null = pm.frame_moves_as_predicted(positions.null_from(r), "corrected")
+    assert null.interval == "not applicable" and "reads none" in null.detail  # uniform attention: no frame to move
 
 
 def test_where_the_sink_goes_under_a_known_move():
@@ -126,6 +140,10 @@ def test_where_the_sink_goes_under_a_known_move():
     null = positions.null_from(r)
     assert null.data["sink_layers"] == []  # uniform attention has no sink to follow
     assert pm.sink_on_physical0(null, "corrected").undetermined
+    # a shuffle that breaks the model's function still says where the sink went, with the check beside it
+    r.data["runs"]["ids permuted"]["check"]["broken"] = True
+    moved = pm.sink_on_position_id0(r, "corrected")
+    assert moved.value == 1.0 and not moved.undetermined and "breaks the model's function" in moved.detail
 
 
 def test_onset_and_the_colocation_measure():

@@ -13,7 +13,7 @@ from sinkframes.analyses.controlled import step_of
 from sinkframes.training import text_lm as T
 from sinkframes.training.tiny import POSITIONS
 from sinkframes.verdicts import MEASURES
-from sinkframes.verdicts.verdict import NOT_SUPPORTED, SUPPORTED
+from sinkframes.verdicts.verdict import NOT_EVALUATED, NOT_SUPPORTED, SUPPORTED
 
 DOCS = [(f"doc{i}.txt", f"The function number {i} returns a list of {i % 7} items. " * 20) for i in range(40)]
 SMALL = T.LMRecipe("t", d_model=32, n_heads=2, n_layers=2, d_mlp=64, seq_len=32, batch_size=8, steps=40, warmup=5)
@@ -131,7 +131,9 @@ def test_the_natural_text_claims_are_decided_on_the_grid_and_its_step_zero_null(
     lag = MEASURES["controlled.sink_lag"].fn(result, "corrected")
     assert lag.value == pytest.approx(math.log2(4000 / 2000)) and lag.n == 6
     found = {v.claim: v for v in evaluate([result]) if v.question == "holds"}
-    assert found["3.4.encoding_decides.text"].status == SUPPORTED  # rope_1e6 changes the label in both seeds
+    # the logged labels are the earlier rule's: the label claim waits for runs the frame instrument can read
+    assert found["3.4.encoding_decides.text"].status == NOT_EVALUATED
+    assert "earlier rule" in found["3.4.encoding_decides.text"].reason
     assert found["3.4.scaled_rope_bias.text"].status == SUPPORTED  # 0.7 below 0.8, paired, in both seeds
     assert found["B.early_emergence.text"].status == NOT_SUPPORTED  # the sink came a doubling after the loss
     assert not any(c.startswith(("3.4.encoding_decides.trained", "B.early_emergence.trained")) for c in found)

@@ -12,8 +12,8 @@ import torch
 from sinkframes import verdicts as V
 from sinkframes.analyses import frames, information
 from sinkframes.analyses.base import ModelResult
+from sinkframes.metrics.frames import FrameSummaryReducer
 from sinkframes.metrics.information import InformationReducer
-from sinkframes.metrics.sinks import SinkSummaryReducer
 from sinkframes.verdicts import measures as M
 from sinkframes.verdicts.rules import decide
 from tests.attention_cases import causal_first_sink, causal_uniform, stack
@@ -272,7 +272,7 @@ RECORD = {"ref": "hand", "family": "llama", "paper_frame": "centralized", "causa
 
 
 def _frames(make, lengths=(6, 8, 9, 12)) -> ModelResult:
-    summaries = [SinkSummaryReducer()(stack(make(n), layers=3, heads=2), True) for n in lengths]
+    summaries = [FrameSummaryReducer()(stack(make(n), layers=3, heads=2), True) for n in lengths]
     return frames.frames_from_summaries(RECORD, summaries)
 
 
@@ -284,19 +284,17 @@ def test_null_result_is_the_same_analysis_on_uniform_attention():
     assert np.allclose(null.samples["first_token_share"], direct.samples["first_token_share"])
 
 
-def test_the_frame_claim_is_not_diagnostic_where_uniform_attention_is_classified_centralized_too():
-    short, long = (6, 8, 9, 12), (20, 25, 30, 35)
-    by = {(v.claim, v.question): v for v in V.evaluate_model(_frames(causal_first_sink, short))}
-    # every query on position 0: the first token takes everything
-    assert by[("1.bos_share", "holds")].estimate.value == pytest.approx(1.0)
-    assert by[("1.bos_share", "holds")].status == V.NOT_SUPPORTED  # 100 % is outside the printed 30-40 %
-    assert ("1.bos_share", "reproduced") not in by  # no official notebook computes it: no verdict, not a count
-    # short uniform rows give many keys a weight >= 0.1: the null is "distributed" and the sink model wins
-    assert by[("3.1.centralized", "holds")].status == V.SUPPORTED
-    assert by[("3.1.centralized", "holds")].null.value == "distributed"
-    # long uniform rows: argmax ties fall on position 0 and no key reaches 0.1, so the null is centralized too
-    by = {(v.claim, v.question): v for v in V.evaluate_model(_frames(causal_first_sink, long))}
-    assert by[("3.1.centralized", "holds")].status == V.NOT_DIAGNOSTIC
+def test_the_frame_claim_beats_uniform_attention_which_reads_no_frame_at_any_length():
+    short, long = (12, 13, 14, 16), (20, 25, 30, 35)
+    for lengths in (short, long):
+        by = {(v.claim, v.question): v for v in V.evaluate_model(_frames(causal_first_sink, lengths))}
+        # every query on position 0: the first token takes everything
+        assert by[("1.bos_share", "holds")].estimate.value == pytest.approx(1.0)
+        assert by[("1.bos_share", "holds")].status == V.NOT_SUPPORTED  # 100 % is outside the printed 30-40 %
+        assert ("1.bos_share", "reproduced") not in by  # no official notebook computes it: no verdict, not a count
+        # the earlier rule read long uniform rows as centralized (argmax ties on position 0): the instrument reads none
+        assert by[("3.1.centralized", "holds")].status == V.SUPPORTED
+        assert by[("3.1.centralized", "holds")].null.value == "none"
 
 
 def _information(make, lengths=(8, 10, 12, 14, 16, 18)) -> ModelResult:

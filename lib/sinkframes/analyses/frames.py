@@ -1,8 +1,17 @@
 """Reference frames (paper sections 1-3.1): per-layer sink shares and the frame type they point to.
 
-The frame-type rule is fixed in advance and applied the same way to every model:
+The frame of a model is read by the frame instrument (:mod:`sinkframes.metrics.frames`), fixed before any model
+was classified with it and validated on attention with planted frames (:mod:`sinkframes.analyses.frame_validation`):
+each layer of each sentence reads *none*, *centralized*, *distributed* or *bidirectional* from the positions whose
+received share exceeds uniform attention's, and a model's frame is its profile over depth, with a model-level label
+(``frame``) only where a clear majority of its framed layers agree (``mixed`` otherwise) and its stability over
+resampled sentences.
 
-- **bidirectional** if the model is not causal and the last token receives at least 0.05 of the
+The book's earlier rule (``frame_earlier``, :func:`classify`) is kept beside it for comparison: it read model-level
+means over all layers, so uniform attention met its centralized criterion in a decoder (an ``argmax`` tie goes to
+position 0), anything else fell through to *distributed*, and nothing read *none*.
+
+- earlier rule, **bidirectional** if the model is not causal and the last token receives at least 0.05 of the
   attention and at least half as much as the first token (both ends anchor);
 - **centralized** if, averaged over layers and heads, at least half of the queries put their
   largest weight on position 0 and a head has at most 1.5 reference tokens;
@@ -10,8 +19,9 @@ The frame-type rule is fixed in advance and applied the same way to every model:
 - **undefined** when the evidence the rule reads is undefined (NaN: no query had another key to
   weigh, as in one-token texts); no frame is assigned then.
 
-``analyse`` returns one ``ModelResult`` per model: ``data`` holds the model-level ``evidence``, the
-``frame`` and the rule's ``reason``; ``report.frames`` writes the page's statements from them.
+``analyse`` returns one ``ModelResult`` per model: ``data`` holds the model-level ``evidence``, the ``frame``, its
+``reason`` and ``profile`` (:func:`sinkframes.metrics.frames.frame_profile`), and the earlier rule's
+``frame_earlier`` and ``reason_earlier``; ``report.frames`` writes the page's statements from them.
 """
 
 from __future__ import annotations
@@ -26,10 +36,10 @@ import torch
 
 from .. import stats
 from ..extraction import summarize
-from ..metrics.sinks import SinkSummaryReducer
+from ..metrics.frames import STABLE, FrameSummaryReducer, frame_profile
 from ..types import Mode, RunOptions
 from ..verdicts.measures import boot, measure, seed_of
-from ..verdicts.verdict import Estimate
+from ..verdicts.verdict import Estimate, not_applicable
 from .base import ModelResult, Results, each_model, register_tables
 from .structureless import null_summaries
 
@@ -130,7 +140,10 @@ def frames_from_summaries(
     layers = pd.DataFrame(rows)
     evidence = {name: float(layers[name].mean()) for name in LAYER_COLUMNS}
     evidence["position0_dominant_layers"] = float((layers["first_token_concentration"] >= 0.5).mean())
-    frame, reason = classify(evidence, bool(record["causal"]))
+    earlier, earlier_reason = classify(evidence, bool(record["causal"]))
+    codes = {name: torch.stack([s[key].long() for s in summaries]).numpy()  # [sample, layer]
+             for name, key in (("frame", "frame"), ("frame_anchor", "frame_anchor"))}
+    profile = frame_profile(codes["frame"], codes["frame_anchor"], bool(record["causal"]), seed=seed)
     heads = {name: stats.nanmean(arr, axis=0) for name, arr in per_head.items()}  # each [layer, head]
     return ModelResult(
         analysis=ANALYSIS,
@@ -138,8 +151,9 @@ def frames_from_summaries(
         n_sentences=len(summaries),
         layers=layers,
         heads=heads,
-        samples={**per_head, **per_layer, "n_tokens": np.array([int(s["n_tokens"]) for s in summaries])},
-        data={"evidence": evidence, "frame": frame, "reason": reason},
+        samples={**per_head, **per_layer, **codes, "n_tokens": np.array([int(s["n_tokens"]) for s in summaries])},
+        data={"evidence": evidence, "frame": profile["label"], "reason": profile["reason"], "profile": profile,
+              "frame_earlier": earlier, "reason_earlier": earlier_reason},
         params={"seed": seed},
     )
 
@@ -153,7 +167,7 @@ def analyse_model(
     with ``seed``, and ``data["position0_tokens"]`` the tokens the sentences put at position 0.
     """
     o = RunOptions.build(opts, **overrides)
-    ex = summarize(ref, texts, SinkSummaryReducer(), o)
+    ex = summarize(ref, texts, FrameSummaryReducer(), o)
     result = frames_from_summaries(ex.record, ex.summaries or [], seed=seed)
     result.from_cache = ex.from_cache
     result.params.update(asdict(o))
@@ -183,6 +197,24 @@ def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
         layer_cols = [c for c in result.layers.columns if c not in FAITHFUL_COLUMNS]
     ev = pd.DataFrame([{c: evidence[c] for c in cols}], index=pd.Index([result.ref], name="model"))
     return {"layers": result.layers[layer_cols].copy(), "evidence": ev}
+
+
+#: the strength from which the validation requires every planted frame to be read in 95 % of draws
+STATED_STRENGTH = 0.2
+
+
+def validate_instrument(draws: int = 2, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """The frame instrument on attention with planted frames (``analyses.frame_validation``): sentence by sentence
+    (``trials``, the ``confusion`` matrix of planted kind against the frame read, the ``recovery`` by strength) and
+    as it reads a layer, the frame most of a set of ten sentences of 8 to 64 tokens read (``layer_trials``,
+    ``layer_recovery``)."""
+    from . import frame_validation as sf
+
+    trials = sf.validation_trials(draws=draws, seed=seed)
+    layers = sf.layer_trials(sets=draws, seed=seed)
+    return {"trials": trials, "confusion": sf.confusion(trials).reset_index(),
+            "recovery": sf.recovery_by_strength(trials), "layer_trials": layers,
+            "layer_recovery": sf.recovery_by_strength(layers)}
 
 
 def bos_comparison_models(results: list[ModelResult], chosen: list[str] | None = None) -> list[str]:
@@ -238,7 +270,10 @@ def frame_table(results: list[ModelResult]) -> pd.DataFrame:
                 "layers where pos. 0 dominates": ev["position0_dominant_layers"],
                 "reference tokens / head": ev["reference_count"],
                 "reference tokens (official rule)": ev["faithful_reference_count"],
-                "frame (this book's rule)": f.data["frame"],
+                "frame (instrument)": f.data["frame"],
+                "same label in resamples": f.data["profile"]["stability"],
+                **{f"{k} layers": v for k, v in f.data["profile"]["shares"].items()},
+                "frame (earlier rule)": f.data["frame_earlier"],
                 "frame (paper, for the family)": r["paper_frame"],
             }
         )
@@ -287,7 +322,7 @@ def _position0(f: ModelResult) -> str:
 
 def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int, graph: str = "dense") -> ModelResult:
     """The frames of ``result``'s shapes under uniform attention: the verdicts' attention null (``graph`` unused)."""
-    return frames_from_summaries(record, null_summaries(result, SinkSummaryReducer()), seed=seed)
+    return frames_from_summaries(record, null_summaries(result, FrameSummaryReducer()), seed=seed)
 
 # ---------------------------------------------------------------------- measures the verdicts read
 # Each is registered in :data:`sinkframes.verdicts.measures.MEASURES` under the name a claim of
@@ -295,8 +330,12 @@ def on_uniform_attention(result: ModelResult, record: dict[str, Any], seed: int,
 
 @measure("frames.first_token_share", "frames")
 def first_token_share(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The mean received share of position 0, where position 0 holds a start token (1.bos_share is about
+    beginning-of-sequence tokens: a tokenizer that puts the first word there gives the claim no subject)."""
     if mode == "faithful":
         return None
+    if not r.record.get("adds_bos", True) and r.params.get("bos_policy", "default") != "force":
+        return not_applicable(f"`{r.ref}` puts the sentence's first word at position 0, not a start token")
     x = np.nanmean(r.samples["first_token_share"], axis=(1, 2))  # [sample]
     return boot(x, float, seed_of(r))
 
@@ -305,9 +344,11 @@ def first_token_share(r: ModelResult, mode: Mode) -> Estimate | None:
 def frame_type(r: ModelResult, mode: Mode) -> Estimate | None:
     if mode == "faithful":
         return None
-    frame = str(r.data["frame"])
-    return Estimate(frame, n=r.n_sentences, interval="no interval: a category", detail=str(r.data.get("reason", "")),
-                    undetermined=frame == "undefined")
+    frame, profile = str(r.data["frame"]), r.data["profile"]
+    stability = float(profile["stability"])
+    return Estimate(frame, n=r.n_sentences, interval=f"a category; the same label in {stability:.0%} of "
+                    "resamples of the sentences", detail=str(r.data.get("reason", "")),
+                    undetermined=stability < STABLE)
 
 
 @measure("frames.reference_count", "frames")

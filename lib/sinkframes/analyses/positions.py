@@ -35,13 +35,22 @@ import torch
 
 from .. import stats
 from ..extraction.run import run_cached
+from ..metrics.frames import (
+    ANCHORS,
+    FRAMES,
+    excess_from_received,
+    frames_of_excess,
+    labels_from_shares,
+    layer_labels,
+    model_frame,
+)
 from ..metrics.positions import PositionReducer
 from ..models.loading import RANDOM_PREFIX
 from ..models.registry import hook_supports
 from ..probes import positions as probe
 from ..types import Mode, RunOptions
 from ..verdicts.measures import BOOT, NULLS, boot, measure, seed_of, shape_measure, with_parts
-from ..verdicts.verdict import Estimate
+from ..verdicts.verdict import Estimate, not_applicable
 from .base import ModelResult, Results, each_model, register_tables, with_twin
 from .frames import classify
 from .structureless import uniform_attention
@@ -95,6 +104,11 @@ def arrays(summaries: list[dict[str, Any]], base: list[dict[str, Any]] | None = 
                                                   "reference_count", "sink_concentration")}
     out["first_share_heads"] = torch.stack([s["first_share"].float() for s in summaries]).numpy()  # [s, l, h]
     out["sink_index"] = torch.stack([s["sink_index"] for s in summaries]).numpy()  # [sample, layer]
+    # each layer's frame (the frame instrument) from the head-mean received shares the summaries keep
+    read = [frames_of_excess(excess_from_received(s["received"], bool(s["causal"])), bool(s["causal"]))
+            for s in summaries]
+    out["frame"] = np.stack([r["frame"].long().numpy() for r in read]) if read else np.zeros((0, 0), int)
+    out["frame_anchor"] = np.stack([r["anchor"].long().numpy() for r in read]) if read else np.zeros((0, 0), int)
     out["origin"] = np.array([int(s["origin"]) for s in summaries])
     out["first"] = np.array([int(s["first"]) for s in summaries])
     out["n_tokens"] = np.array([int(s["n_tokens"]) for s in summaries])
@@ -112,12 +126,18 @@ def arrays(summaries: list[dict[str, Any]], base: list[dict[str, Any]] | None = 
 
 
 def evidence_of(m: dict[str, np.ndarray]) -> dict[str, float]:
-    """The classifier's evidence from sentence means ``m[name] [layer]`` (layer means, as ``frames`` does)."""
+    """The earlier rule's evidence from sentence means ``m[name] [layer]`` (layer means, as ``frames`` does)."""
     return {k: float(np.nanmean(m[v])) for k, v in EVIDENCE.items()}
 
 
 def frame_of(a: dict[str, np.ndarray], causal: bool) -> str:
-    """The frame label of one pass's arrays (sentence means, then layer means)."""
+    """The frame the instrument reads for one pass (``metrics.frames.model_frame`` of its layers' frames)."""
+    frame, anchor = layer_labels(a["frame"], a["frame_anchor"])
+    return model_frame(frame, anchor, causal)[0]
+
+
+def earlier_frame_of(a: dict[str, np.ndarray], causal: bool) -> str:
+    """The earlier rule's label of one pass's arrays (sentence means, then layer means), for comparison."""
     with np.errstate(all="ignore"):
         return classify(evidence_of({v: stats.nanmean(a[v], axis=0) for v in EVIDENCE.values()}), causal)[0]
 
@@ -356,37 +376,73 @@ def _undetermined(r: ModelResult, why: str) -> Estimate:
     return Estimate(math.nan, math.nan, math.nan, n=r.n_sentences, interval=BOOT, undetermined=True, detail=why)
 
 
-@measure("positions.frame_changes", ANALYSIS, extra_nulls=TWIN)
-def frame_changes(r: ModelResult, mode: Mode) -> Estimate | None:
-    """How many interventions on the position encoding (function intact) change the frame label, with the
-    label of each bootstrap resample of sentences recomputed for the unmodified and every intervened pass."""
+def _onehot(a: dict[str, np.ndarray]) -> np.ndarray:
+    """``[sample, layer, 7]``: each sentence's frame and anchor per layer, one-hot (``metrics.frames.code_shares``
+    without the mean)."""
+    kinds = np.eye(len(FRAMES))[a["frame"].astype(int)]
+    anchor = np.where(a["frame_anchor"] >= 0, a["frame_anchor"], len(ANCHORS)).astype(int)
+    return np.concatenate([kinds, np.eye(len(ANCHORS) + 1)[anchor][..., : len(ANCHORS)]], -1)
+
+
+#: the passes that change the kind of position encoding, by intervention kind: a modified rotary code (another
+#: base, NTK-aware or linear scaling, partial rotation as in Phi-2 and Pythia) or absolute positions removed (the
+#: table averaged or zeroed, or no positions at all). Offsets (no-ops for a rotary code), shuffled ids (a scramble of
+#: word order) and table shifts stay on the page as checks and as the placement experiment; no rotation at all is no
+#: encoding the paper types
+MODIFIED_ROTARY = ("theta", "ntk", "linear", "partial")
+ABSOLUTE_REMOVED = ("pe_mean", "pe_zero", "no_positions")
+#: the frame each kind of model starts from in the paper's account, and where a change of kind should move it
+PREDICTED = {"rotary": ("centralized", "distributed"), "absolute": ("bidirectional", "another frame")}
+
+
+def kind_changing(iv: dict[str, Any]) -> str | None:
+    """``"rotary"`` or ``"absolute"`` for a pass that changes the kind of position encoding, else None."""
+    kind, value = iv["kind"], float(iv.get("value", 0.0))
+    if kind in MODIFIED_ROTARY and not (kind == "partial" and value == 0.0):
+        return "rotary"
+    return "absolute" if kind in ABSOLUTE_REMOVED else None
+
+
+@measure("positions.frame_moves_as_predicted", ANALYSIS, extra_nulls=TWIN)
+def frame_moves_as_predicted(r: ModelResult, mode: Mode) -> Estimate | None:
+    """How many passes that change the kind of position encoding (function intact) move the frame the way the paper
+    predicts: a rotary model read *centralized* to *distributed* under a modified rotary code, an absolute model read
+    *bidirectional* to another frame with its absolute positions removed. Labels of each bootstrap resample of
+    sentences are recomputed for the unmodified and every such pass. A model whose own frame is not the one the paper
+    ties to its encoding is not a subject of the test (not evaluated, with its frame)."""
     if mode == "faithful":
         return None
-    from ..analyses.frames import classify
-    from ..probes.positions import ENCODING_GROUPS
-
     runs = _runs(r)
-    names = [n for n, run in runs.items() if run["group"] in ENCODING_GROUPS and not run["check"]["broken"]]
+    kinds = {n: kind_changing(run["intervention"]) for n, run in runs.items()}
+    kind = next((k for k in kinds.values() if k is not None), None)
+    if kind is None:
+        return not_applicable("no pass changes the kind of this model's position encoding")
+    start, target = PREDICTED[kind]
+    base = runs["unmodified"]["frame"]
+    if base != start:
+        return not_applicable(f"the model reads {base}, not the {start} frame the paper ties to its {kind} encoding, "
+                              "so a change of encoding has no predicted direction here")
+    names = [n for n, k in kinds.items() if k == kind and not runs[n]["check"]["broken"]]
     if not names:
-        return _undetermined(r, "no intervention on the position encoding left the model working")
+        return _undetermined(r, "no pass that changes the kind of position encoding left the model working")
     order = ["unmodified", *names]
     causal = [bool(runs[n]["causal"]) for n in order]
-    keys = list(EVIDENCE.items())
-    x = np.stack([np.stack([runs[n]["arrays"][v] for _, v in keys], 1) for n in order], 1)  # [sample, run, 4, layer]
+    x = np.stack([_onehot(runs[n]["arrays"]) for n in order], 1)  # [sample, run, layer, 7]
 
-    def labels(m: np.ndarray) -> list[str]:
-        return [classify({k: float(np.nanmean(m[j, i])) for i, (k, _) in enumerate(keys)}, causal[j])[0]
-                for j in range(len(order))]
+    def moved(lbl: str, first: str) -> bool:
+        return lbl == target if kind == "rotary" else lbl != first
 
     def count(m: np.ndarray) -> float:
-        got = labels(m)
-        return float(sum(lbl != got[0] for lbl in got[1:]))
+        got = [model_frame(*labels_from_shares(m[j]), causal[j])[0] for j in range(len(order))]
+        return float(sum(got[0] == start and moved(lbl, got[0]) for lbl in got[1:]))
 
-    changed = [n for n, lbl in zip(order[1:], labels(np.nanmean(x, 0))[1:], strict=True)
-               if lbl != runs["unmodified"]["frame"]]
+    point = [runs[n]["frame"] for n in names]
+    hits = [n for n, lbl in zip(names, point, strict=True) if moved(lbl, base)]
     est = boot(x, count, seed_of(r))
-    detail = (f"of {len(names)} scored interventions; changed: {', '.join(changed)}" if changed
-              else f"none of {len(names)} scored interventions changes the label ({runs['unmodified']['frame']})")
+    labels = ", ".join(f"{n} {lbl}" for n, lbl in zip(names, point, strict=True))
+    detail = (f"of {len(names)} passes that change the kind of encoding (function intact): "
+              + (f"moved {base} -> {target}: {', '.join(hits)}" if hits else
+                 f"none moved {base} -> {target} (labels: {labels})"))
     return Estimate(est.value, est.low, est.high, est.n, est.interval, detail, est.undetermined)
 
 
@@ -421,17 +477,23 @@ def absolute_last_share_change(r: ModelResult, mode: Mode) -> Estimate | None:
 
 
 def _sink_share(r: ModelResult, where: str) -> Estimate:
-
+    """Where the sink goes when the position ids are shuffled, decided on the shuffled pass itself: the question
+    is where attention puts its sink, which does not need the model to keep working, so the function check is
+    stated beside the estimate rather than discarding it (it guards claims about a working model's frame)."""
     runs = _runs(r)
-    if PERMUTED not in runs or runs[PERMUTED]["check"]["broken"]:
-        return _undetermined(r, "the permutation did not run or broke the model")
+    if PERMUTED not in runs:
+        return _undetermined(r, "the permutation did not run")
     layers = r.data["sink_layers"]
     if not layers:
         return _undetermined(r, "no layer has its unmodified sink on position 0 in half the sentences")
     share = where_the_sink_is(runs[PERMUTED]["arrays"], layers)[where]  # [sample]
     est = boot(share, lambda m: float(m), seed_of(r))
+    check = runs[PERMUTED]["check"]
+    said = f"{check['what']} {check['value']:+.2f}" if math.isfinite(check["value"]) else check["what"]
+    state = "the shuffle breaks the model's function" if check["broken"] else "the model keeps working"
     return Estimate(est.value, est.low, est.high, est.n, est.interval,
-                    f"over {len(layers)} sink layers, position ids permuted", est.undetermined)
+                    f"over {len(layers)} sink layers, position ids permuted; function check: {said} ({state})",
+                    est.undetermined)
 
 
 @measure("positions.sink_on_position_id0", ANALYSIS, extra_nulls=TWIN)

@@ -32,6 +32,12 @@ LOSS_FALL = 0.5
 TEXT_CLAIMS = tuple(c.id for c in CLAIMS if c.subject == SUBJECT)
 
 
+#: the grid's frame labels were logged while it trained, by the book's earlier rule (``analyses.frames.classify``),
+#: which cannot register a centralized frame in a decoder or say "none"; its weights are not kept, so the frame
+#: instrument cannot read them again: the claim that reads labels waits for the runs to be retrained
+EARLIER_LABELS = "the earlier rule, logged while training"
+
+
 def _rounded(x: Any) -> Any:
     if isinstance(x, float):
         return round(x, 4)
@@ -104,7 +110,7 @@ def grid_result(measured: pd.DataFrame) -> ModelResult | None:
     # the paper frame is the subject too, so that the sink-task grid's claims (subject "controlled") stay off it
     record = {"ref": "text grid", "name": "language-model grid (natural text)", "family": SUBJECT,
               "paper_frame": SUBJECT, "causal": True, "n_layers": n_layers,
-              "position_encoding": "seven, one per cell of the grid",
+              "position_encoding": "seven, one per cell of the grid", "frame_labels": EARLIER_LABELS,
               "weights": "trained by this project (chapter 9, natural text)"}
     runs = {str(run): [{str(k): v for k, v in row.items()} for row in g.sort_values("step").to_dict("records")]
             for run, g in measured.groupby("run", sort=False)}

@@ -117,3 +117,50 @@ def heads_heatmap(frames: Sequence[ModelResult], measure: str, title: str) -> Fi
         ax.set_ylabel("layer")
     fig.suptitle(title, fontsize=11)
     return finish(fig)
+
+
+#: one colour per frame of the instrument, in :data:`sinkframes.metrics.frames.FRAMES` order
+FRAME_COLOURS = ("#e5e5e5", "#0072b2", "#e69f00", "#009e73")
+
+
+def layer_frames(frames: Sequence[ModelResult]) -> Figure:
+    """Each model's frame layer by layer (the frame most sentences read), one row per model, layers left to right
+    at their relative depth; the label at the right is the model-level frame and how stable it is."""
+    from matplotlib.patches import Patch
+
+    from ..metrics.frames import FRAMES
+
+    _style()
+    fig, ax = plt.subplots(figsize=(COLUMN_IN, 0.42 * len(frames) + 1.3), layout="constrained")
+    for row, f in enumerate(frames):
+        prof = f.data["profile"]
+        kinds = prof["layer_frames"]
+        n = len(kinds)
+        for layer, kind in enumerate(kinds):
+            ax.barh(row, 1 / n, left=layer / n, height=0.8, color=FRAME_COLOURS[FRAMES.index(kind)],
+                    edgecolor="white", linewidth=0.5)
+        ax.text(1.02, row, f"{prof['label']} ({prof['stability']:.0%})", va="center", fontsize=9)
+    ax.set_yticks(range(len(frames)), [f.ref for f in frames])
+    ax.set_ylim(len(frames) - 0.5, -0.5)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("layers, first to last (relative depth)")
+    ax.grid(False)
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in zip(FRAMES, FRAME_COLOURS, strict=True)],
+              loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(frames) < 4 else -0.12), ncol=4, frameon=False)
+    return finish(fig)
+
+
+def instrument_recovery(recovery: pd.DataFrame) -> Figure:
+    """The share of draws in which the instrument reads each planted frame, against the planted strength."""
+    _style()
+    fig, ax = plt.subplots(figsize=(COLUMN_IN * 0.75, 3.0), layout="constrained")
+    for kind, row in recovery.iterrows():
+        values = row.dropna()
+        if len(values) > 1:
+            ax.plot(values.index, values.to_numpy(), marker="o", ms=4, label=str(kind))
+    ax.axhline(0.95, color="grey", ls="--", lw=1)
+    ax.set_xlabel("planted strength (share of each row a sink takes)")
+    ax.set_ylabel("read as planted")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=9, loc="lower right")
+    return finish(fig)

@@ -156,9 +156,12 @@ _C = Claim
 
 CLAIMS: tuple[Claim, ...] = (
     # --------------------------------------------------------------------------- 1 introduction
-    _C("1.bos_share", "1", "Introduction", "decoders", "share of attention on the first token", "30-40 %", "",
-       page="reference_frames", measure="frames.first_token_share", rule="within", params={"low": 0.30, "high": 0.40},
-       why="the printed range, taken as it stands", null=U_NULL,
+    _C("1.bos_share", "1", "Introduction", "all", "share of attention on the beginning-of-sequence token", "30-40 %",
+       "", page="reference_frames", measure="frames.first_token_share", rule="within",
+       params={"low": 0.30, "high": 0.40},
+       why=("the printed range, taken as it stands, on models whose position 0 holds a start token (an encoder's "
+            "[CLS] or <s>, a decoder's BOS); a tokenizer that puts the first word there gives the claim no subject "
+            "(not evaluated)"), null=U_NULL,
        definition="no official notebook computes it; measured as the mean received share of position 0"),
     _C("1.removal_hurts", "1", "Introduction", "all", "removing the sink harms the model", "argued, not measured", "",
        page="information_geometry", measure="information.output_sink_minus_random", rule="above",
@@ -168,13 +171,23 @@ CLAIMS: tuple[Claim, ...] = (
     # --------------------------------------------------------------------------- 3.1 frame types
     _C("3.1.centralized", "3.1", "Sec. 3.1, Fig. 1", "centralized", "frame type", "centralized (one sink)", _TOPO,
        page="reference_frames", measure="frames.frame_type", rule="equals", params={"expected": "centralized"},
-       why="the book's frame classifier (analyses.frames.RULES)", null=U_NULL),
+       why=("the frame instrument (metrics.frames, validated on planted frames): per layer and sentence, the sink "
+            "positions are the keys whose head-mean received share exceeds uniform attention's by 0.1; a layer is "
+            "centralized when one sink's excess is at least twice the next position's; the model's label is the kind "
+            "of at least 60 % of its framed layers (none when under a third of its layers have a frame, mixed when "
+            "no kind has 60 %), and decides only when at least 90 % of resamples of the sentences give it "
+            "(inconclusive otherwise)"), null=U_NULL),
     _C("3.1.distributed", "3.1", "Sec. 3.1, Fig. 1", "distributed", "frame type", "distributed (several anchors)",
        _TOPO, page="reference_frames", measure="frames.frame_type", rule="equals",
-       params={"expected": "distributed"}, why="as for 3.1.centralized", null=U_NULL),
+       params={"expected": "distributed"},
+       why="as for 3.1.centralized: a layer is distributed when it has several sink positions and none dominates",
+       null=U_NULL),
     _C("3.1.bidirectional", "3.1", "Sec. 3.1, Fig. 1", "bidirectional", "frame type",
        "bidirectional (beginning and end)", _TOPO, page="reference_frames", measure="frames.frame_type",
-       rule="equals", params={"expected": "bidirectional"}, why="as for 3.1.centralized", null=U_NULL),
+       rule="equals", params={"expected": "bidirectional"},
+       why=("as for 3.1.centralized: a layer is bidirectional when both ends are sink positions, and a model when "
+            "both ends anchor its layers (the last end in at least a quarter of its framed layers) and end-anchored "
+            "layers make 60 % of them: the frame that shifts between the ends across layers"), null=U_NULL),
     # --------------------------------------------------------------------------- 3.2 softmax geometry
     _C("3.2.near_vertex", "3.2", "Sec. 3.2", "all", "attention rows settle near a simplex vertex on a reference token",
        "qualitative", "", page="softmax_geometry", measure="softmax.near_vertex_on_first", rule="at_least",
@@ -199,10 +212,15 @@ CLAIMS: tuple[Claim, ...] = (
        "the first token's identity rotation", "", untestable=THEORY),
     _C("3.4.encoding_decides", "3.4", "Sec. 3.4", "all", "the position encoding decides the frame type",
        "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
-       page="position_interventions", measure="positions.frame_changes", rule="above", params={"threshold": 0.5},
-       why=("changed at fixed weights, the encoding must move the frame label: at least one intervention on the "
-            "position encoding that leaves the model working (function check) changes the label, in the whole "
-            "bootstrap interval"),
+       page="position_interventions", measure="positions.frame_moves_as_predicted", rule="above",
+       params={"threshold": 0.5},
+       why=("changed at fixed weights, the encoding must move the frame (the frame instrument, metrics.frames) the way "
+            "the paper's typology says: in a rotary model read centralized, at least one modified rotary code (another "
+            "base, NTK-aware or linear scaling, partial rotation) that leaves the model working reads distributed; in "
+            "an absolute model read bidirectional, removing the absolute positions (table averaged or zeroed) moves "
+            "it to another frame; in the whole bootstrap interval. Offsets and shuffled ids are not a change of kind "
+            "(they stay on the page as checks and as the placement experiment); a model whose own frame is not the "
+            "one the paper ties to its encoding has no predicted direction and is not evaluated"),
        null=f"{U_NULL}, and the model's random-initialized twin, under the same interventions"),
     _C("3.4.scaled_rope_bias", "3.4", "Sec. 3.4", "centralized", "scaled RoPE reduces the first-token bias",
        "reduced first-token positional bias under scaled RoPE", "", page="position_interventions",
@@ -221,7 +239,9 @@ CLAIMS: tuple[Claim, ...] = (
        "the first token's identity rotation makes it the sink", "", page="position_interventions",
        measure="positions.sink_on_position_id0", rule="above", params={"threshold": 0.5},
        why=("if the identity rotation makes the sink, then with the position ids shuffled (tokens and mask kept) "
-            "the sink of most sink layers moves to the token that now carries id 0"),
+            "the sink of most sink layers moves to the token that now carries id 0; decided on the shuffled pass "
+            "itself (where the sink goes does not need the model to keep working), its function check stated "
+            "beside it"),
        null=f"{U_NULL} (no sink), and the random-initialized twin"),
     # --------------------------------------------------------------------------- 4 methodology
     _C("4.thresholds", "4", "Sec. 4", "all", "graphs thresholded at seven values", "seven, from 0.001 to 0.2", _LAP,
@@ -312,7 +332,7 @@ CLAIMS: tuple[Claim, ...] = (
     _C("3.4.encoding_decides.trained", "3.4", "Sec. 3.4", "controlled",
        "the position encoding decides the frame type (models trained alike, one switch apart)",
        "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
-       page="controlled_emergence", measure="controlled.label_changes", rule="above", params={"threshold": 0.5},
+       page="controlled_emergence", measure="controlled.label_changes", rule="every_above", params={"threshold": 0.5},
        why=("trained from the same initial weights on the same batches, softmax models that differ only in their "
             "position encoding must end with different frame labels: in every seed, at least one encoding gives "
             "another label than the architecture's standard one (RoPE in the decoder, a learned table in the "
@@ -329,11 +349,12 @@ CLAIMS: tuple[Claim, ...] = (
     _C("3.4.absolute_bidirectional.trained", "3.4", "Sec. 3.4", "controlled-encoder",
        "absolute position embeddings support the bidirectional anchors (models trained alike)",
        "absolute embeddings support bidirectional anchors", "", page="controlled_emergence",
-       measure="controlled.learned_encoder_bidirectional", rule="above", params={"threshold": 0.5},
-       why="the encoder with a learned absolute table ends with the bidirectional label in every seed",
-       null="the same grid at step 0 (random initialization)"),
+       untestable=("not on the sink task: its inputs have a start token and no end token, so no encoder trained on "
+                   "it can anchor the last position by a token it always finds there, and a bidirectional frame "
+                   "cannot form by construction (whatever the position encoding); a task with an end token the "
+                   "encoder can use would test it")),
     _C("B.early_emergence.trained", "B", "App. B", "controlled", "reference frames emerge early in training",
-       "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="below",
+       "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="every_below",
        params={"threshold": 0.5},
        why=("'early' read against the loss curve, since a toy run's length is arbitrary: in every softmax run that "
             "forms a sink (some layer's first-token share with its lower 95 % bound above 0.5, the rule of "
@@ -345,11 +366,13 @@ CLAIMS: tuple[Claim, ...] = (
     _C("3.4.encoding_decides.text", "3.4", "Sec. 3.4", "controlled-text",
        "the position encoding decides the frame type (language models trained alike on natural text)",
        "standard RoPE -> centralized, modified RoPE -> distributed, absolute -> bidirectional", "",
-       page="controlled_emergence", measure="controlled.label_changes", rule="above", params={"threshold": 0.5},
+       page="controlled_emergence", measure="controlled.label_changes", rule="every_above", params={"threshold": 0.5},
        why=("the rule of 3.4.encoding_decides.trained on the language-model grid (training.text_lm.GRID: one recipe, "
             "one data order, the runs of a seed from the same initial weights, stopped at the same step): in every "
             "seed at least one encoding ends with another frame label than standard RoPE, the labels read on the "
-            "32 held-out windows of the run's probe"),
+            "32 held-out windows of the run's probe by the frame instrument (metrics.frames); the grid's labels were "
+            "logged while it trained, by the earlier rule, and its weights are not kept, so the claim is not "
+            "evaluated until the runs are retrained"),
        null=("the label changes between the two seeds of one encoding, and the same grid at step 0 (random "
              "initialization)")),
     _C("3.4.scaled_rope_bias.text", "3.4", "Sec. 3.4", "controlled-text",
@@ -360,7 +383,7 @@ CLAIMS: tuple[Claim, ...] = (
             "with a lower layer-mean first-token share than standard RoPE, paired by seed, in every seed"),
        null="the same grid at step 0 (random initialization, the encodings already switched)"),
     _C("B.early_emergence.text", "B", "App. B", "controlled-text", "reference frames emerge early in training",
-       "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="below",
+       "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="every_below",
        params={"threshold": 0.5},
        why=("the rule of B.early_emergence.trained on the language-model grid, with the held-out loss in place of "
             "the task loss: in every run that forms a sink (some layer's first-token share with its lower 95 % "
@@ -779,7 +802,8 @@ CLAIMS: tuple[Claim, ...] = (
     _C("later.first_physical", LATER, "arXiv 2509.21042", "decoders", "the sink stays on the first physical token",
        "the causal mask, not the rotary code, places the sink", "", page="position_interventions",
        measure="positions.sink_on_physical0", rule="above", params={"threshold": 0.5},
-       why="with the position ids shuffled, the sink of most sink layers stays on physical position 0",
+       why=("with the position ids shuffled, the sink of most sink layers stays on physical position 0; decided on "
+            "the shuffled pass itself, its function check stated beside it"),
        null=f"{U_NULL} (no sink), and the random-initialized twin", source="2509.21042"),
     _C("later.norm_spike", LATER, "arXiv 2510.06477", "decoders",
        "the sink forms where the first token's residual norm spikes", "the same layers", "",

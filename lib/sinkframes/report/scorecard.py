@@ -172,7 +172,7 @@ def provenance_line(profile: str, saved: dict[str, PageVerdicts]) -> str:
 CENTRAL: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("The frame type follows the family the paper assigns (Sec. 3.1)",
      ("3.1.centralized", "3.1.distributed", "3.1.bidirectional")),
-    ("Decoders give 30-40 % of their attention to the first token (Sec. 1)", ("1.bos_share",)),
+    ("Beginning-of-sequence tokens receive 30-40 % of the attention (Sec. 1)", ("1.bos_share",)),
     ("Centralized frames make star-like threshold graphs (Sec. 5.1)", ("5.1.star",)),
     ("Removing the sink lowers the KL in every region of a centralized model (Sec. 5.1)", ("5.1.kl_negative",)),
     ("Fisher information sits in the early layers of a centralized model (Sec. 5.1)", ("5.1.fisher_early",)),

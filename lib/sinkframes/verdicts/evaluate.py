@@ -12,7 +12,7 @@ from ..types import Mode
 from .measures import NULLS, Measure, layer_order_null, registered
 from .nulls import null_result
 from .rules import apply, decide_all
-from .verdict import NOT_EVALUATED, QUESTIONS, SUPPORTED, Estimate, Verdict
+from .verdict import NOT_APPLICABLE, NOT_EVALUATED, QUESTIONS, SUPPORTED, Estimate, Verdict
 
 #: what each kind of null is called on the page
 NULL_NAMES = {"attention": "uniform attention", "uniform_graph": "uniform attention, thresholded",
@@ -100,6 +100,9 @@ def evaluate_model(result: ModelResult) -> list[Verdict]:
                     continue  # no official computation: the scorecard says so once, not as a verdict
                 out.append(Verdict(claim.id, result.ref, question, NOT_EVALUATED,
                                    reason="no data for this quantity in this run"))
+                continue
+            if est.interval == NOT_APPLICABLE:
+                out.append(Verdict(claim.id, result.ref, question, NOT_EVALUATED, estimate=est, reason=est.detail))
                 continue
             rows = [(_null_name(m, k), nulls.run(m, k, mode)) for k in (m.null, *m.extra_nulls)]  # type: ignore[arg-type]
             out.append(_verdict(claim, m, result, question, est, rows))

@@ -21,6 +21,16 @@ STATUSES = (SUPPORTED, NOT_SUPPORTED, NOT_DIAGNOSTIC, INCONCLUSIVE, NOT_EVALUATE
 QUESTIONS = {"reproduced": "faithful", "holds": "corrected"}
 
 
+#: the ``interval`` of an estimate that says the claim does not apply to this subject (:func:`not_applicable`)
+NOT_APPLICABLE = "not applicable"
+
+
+def not_applicable(reason: str) -> Estimate:
+    """What a measure returns when the claim does not apply to the subject (a decoder without a start token for a
+    claim about start tokens): the verdict is *not evaluated*, with ``reason``."""
+    return Estimate(math.nan, interval=NOT_APPLICABLE, detail=reason, undetermined=True)
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A measured quantity with the interval a rule decides on.

@@ -1,0 +1,103 @@
+"""The frame instrument (``metrics.frames``) on attention whose frame is known, before it decides anything."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from sinkframes.analyses import frame_validation as sf
+from sinkframes.metrics import frames as fr
+
+#: the strength from which every planted frame must be recovered in at least 95 % of draws
+STATED_STRENGTH = 0.2
+
+
+def _read(attn: torch.Tensor, causal: bool) -> str:
+    return fr.FRAMES[int(fr.layer_frames(attn, causal)["frame"][0])]
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("n", [8, 16, 64, 256])
+def test_uniform_attention_reads_none_at_every_length_and_mask(causal, n):
+    attn, _ = sf.planted_attention("uniform", n, causal, 0.0, 0.0, seed=0)
+    assert _read(attn, causal) == "none"
+    top = float(fr.layer_frames(attn, causal)["top"][0])
+    if n - 1 >= fr.MIN_SOURCES:
+        assert top == pytest.approx(0.0, abs=1e-6)
+    else:  # no key has the queries a sink needs: nothing to read
+        assert math.isnan(top)
+
+
+def test_two_positions_splitting_attention_exactly_are_two_sinks_not_a_peak():
+    n = 32
+    attn = torch.full((1, 1, n, n), 0.2 / (n - 2), device="cpu")
+    attn[..., 0], attn[..., -1] = 0.4, 0.4  # every query gives the two ends the same share
+    out = fr.layer_frames(attn, causal=False)
+    assert fr.FRAMES[int(out["frame"][0])] == "bidirectional" and int(out["n_sinks"][0]) == 2
+    attn[..., 1], attn[..., -1] = 0.4, 0.2 / (n - 2)  # two equal sinks, not the two ends
+    assert _read(attn / attn.sum(-1, keepdim=True), False) == "distributed"
+
+
+def test_the_planted_frames_are_recovered_and_structureless_attention_reads_none():
+    trials = sf.validation_trials(draws=2)
+    assert (trials.loc[trials["planted"] == "uniform", "read"] == "none").all()
+    random = trials[trials["planted"] == "random"]
+    assert (random["read"] == "none").mean() >= 0.95
+    assert (random.loc[random["n"] >= 32, "read"] == "none").all()  # chance sinks only in short sentences
+    strong = trials[trials["strength"] >= STATED_STRENGTH]
+    for kind, rows in strong.groupby("planted"):
+        assert (rows["read"] == rows["expected"]).mean() >= 0.95, kind
+    long_enough = strong[strong["n"] >= 16]
+    assert (long_enough["read"] == long_enough["expected"]).all()
+    table = sf.confusion(trials)
+    assert list(table.columns) == list(fr.FRAMES) and np.allclose(table.sum(1), 1.0)
+
+
+def test_a_weak_planted_sink_is_not_read_as_a_frame_it_does_not_have():
+    weak = sf.validation_trials(strengths=(0.05,), draws=1)
+    planted = weak[~weak["planted"].isin(["uniform", "random"])]
+    assert (planted["read"] == "none").mean() > 0.9  # below the stated strength the answer is none, not another frame
+
+
+def _profile(kinds: list[str], anchors: list[str] | None = None, sentences: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    f = np.array([[fr.FRAMES.index(k) for k in kinds]] * sentences)
+    a = np.array([[fr.ANCHORS.index(x) if x else fr.NO_ANCHOR for x in (anchors or [""] * len(kinds))]] * sentences)
+    return f, a
+
+
+def test_model_labels_from_profiles_with_known_answers():
+    f, a = _profile(["centralized"] * 5 + ["none"], ["first"] * 5 + [""])
+    assert fr.frame_profile(f, a, causal=True)["label"] == "centralized"
+    f, a = _profile(["none"] * 5 + ["centralized"], [""] * 5 + ["first"])
+    assert fr.frame_profile(f, a, causal=True)["label"] == "none"
+    f, a = _profile(["distributed"] * 4 + ["centralized"] * 2, [""] * 4 + ["first"] * 2)
+    assert fr.frame_profile(f, a, causal=True)["label"] == "distributed"
+    f, a = _profile(["distributed"] * 3 + ["centralized"] * 3, [""] * 3 + ["first"] * 3)
+    assert fr.frame_profile(f, a, causal=True)["label"] == "mixed"
+    # a frame that shifts between the ends across layers is bidirectional, in an encoder only
+    f, a = _profile(["centralized"] * 6, ["first"] * 3 + ["last"] * 3)
+    assert fr.frame_profile(f, a, causal=False)["label"] == "bidirectional"
+    assert fr.frame_profile(f, a, causal=True)["label"] == "centralized"
+    f, a = _profile(["centralized"] * 6, ["first"] * 6)
+    assert fr.frame_profile(f, a, causal=False)["label"] == "centralized"
+
+
+def test_a_layer_split_between_sentences_is_not_a_frame_and_stability_reports_it():
+    f = np.array([[1, 1, 1]] * 10 + [[2, 2, 2]] * 10)
+    a = np.where(f == 1, 0, fr.NO_ANCHOR)
+    labels, _ = fr.layer_labels(f, a)
+    assert [fr.FRAMES[i] for i in labels] == ["distributed"] * 3  # a tie between kinds is not a centralized frame
+    prof = fr.frame_profile(f, a, causal=True, n_boot=100)
+    assert 0.2 < prof["stability"] < 0.8  # half of the resamples tip each way
+    clear = fr.frame_profile(*_profile(["centralized"] * 3, ["first"] * 3), causal=True, n_boot=50)
+    assert clear["stability"] == 1.0
+
+
+def test_as_a_layer_is_read_structureless_attention_reads_none_and_every_planted_frame_is_found():
+    sets = sf.layer_trials(sets=1)
+    assert (sets.loc[sets["planted"].isin(["uniform", "random"]), "read"] == "none").all()
+    strong = sets[sets["strength"] >= STATED_STRENGTH]
+    assert len(strong) >= 20 and (strong["read"] == strong["expected"]).all()
