@@ -158,7 +158,8 @@ def test_the_page_reports_what_is_trained_and_what_it_shows(tmp_path):
     assert "`grid-learned-s0` (step 4000)" in progress and "`grid-rope-s1`" in progress
     summary = R.text_grid_summary(table.reset_index(), rows)
     assert "- `nope`: seed 0: **no sink**" in summary and "a sink formed at step 4000" in summary
-    assert summary.endswith("At step 0 (random initialization) the same runs are labelled distributed (2 runs).")
+    assert "At step 0 (random initialization) the earlier rule labels the same runs distributed (2 runs)" in summary
+    assert "earlier-rule label centralized" in summary  # the logged labels say which rule made them
     assert R.text_grid_takeaway(table.reset_index()).endswith(
         "per encoding (of the seeds trained so far): rope 1 of 1; nope 0 of 1.")
     # once every run is trained the takeaway no longer qualifies its counts

@@ -206,7 +206,7 @@ STATED_STRENGTH = 0.2
 def validate_instrument(draws: int = 2, seed: int = 0) -> dict[str, pd.DataFrame]:
     """The frame instrument on attention with planted frames (``analyses.frame_validation``): sentence by sentence
     (``trials``, the ``confusion`` matrix of planted kind against the frame read, the ``recovery`` by strength) and
-    as it reads a layer, the frame most of a set of ten sentences of 8 to 64 tokens read (``layer_trials``,
+    as it reads a layer, the frame most of a set of ten sentences of 12 to 64 tokens read (``layer_trials``,
     ``layer_recovery``)."""
     from . import frame_validation as sf
 

@@ -221,12 +221,13 @@ def _peak(row: pd.Series) -> tuple[int, float, float, float]:
 
 def text_grid_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per finished run of the language-model grid, at its last probe: the layer with the largest first-token share,
-    that share with its 95 % interval over the held-out windows, the largest last-token share, the frame label,
+    that share with its 95 % interval over the held-out windows, the largest last-token share, the frame label the
+    earlier rule logged while the run trained,
     the steps at which the sink formed and the held-out loss dropped, the final held-out loss and its CPU-minutes."""
     from ..analyses.controlled import step_of
 
-    columns = ["position", "seed", "layer", "first_share", "first_low", "first_high", "last_share", "frame",
-               "sink_step", "loss_step", "loss", "cpu_minutes"]
+    columns = ["position", "seed", "layer", "first_share", "first_low", "first_high", "last_share",
+               "earlier-rule label", "sink_step", "loss_step", "loss", "cpu_minutes"]
     if rows.empty:
         return pd.DataFrame(columns=columns)
     out = []
@@ -235,7 +236,7 @@ def text_grid_table(rows: pd.DataFrame) -> pd.DataFrame:
         sink, loss = step_of(r["sink_step"]), step_of(r["loss_step"])
         out.append({"position": r["position"], "seed": int(r["seed"]), "layer": layer, "first_share": share,
                     "first_low": low, "first_high": high, "last_share": float(max(r["last_share"])),
-                    "frame": r["frame"], "sink_step": "never" if sink is None else str(sink),
+                    "earlier-rule label": r["frame"], "sink_step": "never" if sink is None else str(sink),
                     "loss_step": "never" if loss is None else str(loss), "loss": float(r["loss"]),
                     "cpu_minutes": float(r["cpu"]) / 60})
     return pd.DataFrame(out, columns=columns)
@@ -274,12 +275,14 @@ def text_grid_summary(table: pd.DataFrame, rows: pd.DataFrame | None = None) -> 
                       else "**no sink**")
             parts.append(f"seed {r['seed']}: {formed}; layer {r['layer']} holds {r['first_share']:.2f} "
                          f"[{r['first_low']:.2f}, {r['first_high']:.2f}] of the attention on the first token; "
-                         f"label {r['frame']}")
+                         f"earlier-rule label {r['earlier-rule label']}")
         out.append(f"- `{position}`: " + "; ".join(parts))
     if rows is not None and not rows.empty:
         start = Counter(rows[rows["step"] == 0]["frame"])
-        out.append("\nAt step 0 (random initialization) the same runs are labelled "
-                   + ", ".join(f"{label} ({n} runs)" for label, n in start.most_common()) + ".")
+        out.append("\nAt step 0 (random initialization) the earlier rule labels the same runs "
+                   + ", ".join(f"{label} ({n} runs)" for label, n in start.most_common())
+                   + ": its labels were logged while the runs trained, and it reads structureless attention as "
+                     "distributed, so they say nothing about the runs' frames.")
     return "\n".join(out)
 
 

@@ -43,7 +43,7 @@ def instrument_note(trials: pd.DataFrame, layers: pd.DataFrame, strength: float)
     return (f"Sentence by sentence, uniform and random attention read **none** in {one_none} draws (the misses are "
             f"random attention under 32 tokens: {int((short['read'] != 'none').sum())} of {len(short)} such draws), "
             f"and from a planted strength of {strength:g} the planted frame is read in: {one_hit}. As a layer is read "
-            f"(the frame most of ten sentences of 8 to 64 tokens read), structureless attention reads none in "
+            f"(the frame most of ten sentences of 12 to 64 tokens read), structureless attention reads none in "
             f"{set_none} sets, and the planted frame is read in: {set_hit}.")
 
 
