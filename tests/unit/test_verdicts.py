@@ -367,3 +367,20 @@ def test_common_word_heads_counts_the_modal_word_and_leaves_first_tokens_out(mon
     est = fn(r, "corrected")
     assert est.value == 4 / 8 and "4 of 8 heads on ','" in est.detail
     assert fn(r, "faithful").value == 0.0  # every head on the first token: no word specialization
+
+
+def test_rather_than_bos_asks_the_common_word_to_beat_the_first_token(monkeypatch):
+    from sinkframes.analyses import topology
+    from sinkframes.verdicts import MEASURES
+
+    def result_with(first: float, low: float, high: float, word: float):
+        monkeypatch.setattr(topology, "common_word_heads", lambda r, mode: V.Estimate(word, n=8, detail="w"))
+        monkeypatch.setattr(topology, "first_token_heads",
+                            lambda r, mode: V.Estimate(first, low, high, n=100, interval="95 % bootstrap"))
+        return MEASURES["topology.word_over_first_heads"].fn(None, "corrected")
+
+    # qwen05's case: the first token is still the plurality target of the specialized heads (0.357 against 0.214)
+    est = result_with(0.357, 0.33, 0.38, 0.214)
+    assert est.value == pytest.approx(0.214 - 0.357) and V.apply("above", est, {"threshold": 0.0})[0] == V.NOT_SUPPORTED
+    est = result_with(0.1, 0.08, 0.12, 0.4)  # the word wins, whatever the sentences
+    assert est.low == pytest.approx(0.4 - 0.12) and V.apply("above", est, {"threshold": 0.0})[0] == V.SUPPORTED

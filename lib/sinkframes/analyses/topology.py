@@ -610,6 +610,23 @@ def the_heads(r: ModelResult, mode: Mode) -> Estimate | None:
     return Estimate(share, n=len(spec), interval="none (share of heads)", detail=f"{len(spec)} heads")
 
 
+@measure("topology.word_over_first_heads", "topology")
+def word_over_first_heads(r: ModelResult, mode: Mode) -> Estimate | None:
+    """App. F's "specialization on common linguistic elements *rather than* BOS": the share of heads specialized on
+    the most common word minus the share fixed on the first token (positive: the word wins). The first token's share
+    carries its interval over sentences (corrected rule); the word's is a count of heads, so the difference's
+    interval is the first token's, mirrored."""
+    word = common_word_heads(r, mode)
+    first = first_token_heads(r, mode)
+    if word is None or first is None:
+        return None
+    w = float(word.value)
+    lo, hi = first.bounds()
+    return Estimate(w - float(first.value), w - hi, w - lo, first.n, first.interval,
+                    f"common word {w:.3f} of heads against the first token's {float(first.value):.3f}; {word.detail}",
+                    first.undetermined)
+
+
 @measure("topology.common_word_heads", "topology")
 def common_word_heads(r: ModelResult, mode: Mode) -> Estimate | None:
     """Share of heads (official layers) whose specialized token is the most common one among the heads that do
