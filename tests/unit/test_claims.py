@@ -132,3 +132,13 @@ def test_claims_apply_by_the_family_and_frame_the_paper_assigns():
 
 def test_reference_counts_come_from_the_registry():
     assert paper.reference_count_by_frame() == {"centralized": 1.0006, "distributed": 1.23, "bidirectional": 1.58}
+
+
+def test_claims_about_the_rotary_code_apply_to_every_rotary_model_the_rope_encoder_included():
+    nomic = {c.id for c in paper.claims_for("nomic-bert", "not assigned", False, rotary=True)}
+    assert {"3.4.rope_origin", "later.first_physical"} <= nomic
+    bert = {c.id for c in paper.claims_for("bert", "bidirectional", False, rotary=False)}
+    assert not {"3.4.rope_origin", "later.first_physical"} & bert
+    assert paper.claims.is_rotary({"position_encoding": "RoPE, theta=1000"})
+    assert not paper.claims.is_rotary({"position_encoding": "learned absolute (absolute)"})
+    assert "rotary" in paper.subjects_of(["nomic-bert"]) and "rotary" not in paper.subjects_of(["bert"])

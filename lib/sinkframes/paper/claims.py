@@ -50,7 +50,7 @@ FRAMES = ("centralized", "distributed", "bidirectional")
 CONTROLLED = ("controlled", "controlled-decoder", "controlled-encoder", "controlled-text")
 #: the groups a comparison claim is about (``Claim.compares``)
 GROUPS = ("centralized vs distributed vs bidirectional", "pythia sizes")
-SUBJECTS = (*FAMILIES, *FRAMES, "decoders", "encoders", "training", *CONTROLLED, *GROUPS, "all")
+SUBJECTS = (*FAMILIES, *FRAMES, "decoders", "encoders", "rotary", "training", *CONTROLLED, *GROUPS, "all")
 
 FRAME_BY_FAMILY: dict[str, str] = {
     "llama": "centralized",
@@ -64,6 +64,8 @@ FRAME_BY_FAMILY: dict[str, str] = {
 
 #: families whose models are encoders: the paper's two and the RoPE encoder this book adds (no paper family)
 ENCODER_FAMILIES = ("bert", "xlm-roberta", "nomic-bert")
+#: the families whose positions are learned absolute ones (every other family here has a rotary code)
+ABSOLUTE_FAMILIES = ("bert", "xlm-roberta")
 
 #: the paper's family appendices: page key -> appendix letter
 APPENDIX_OF: dict[str, str] = {"llama": "E", "qwen": "F", "gemma_mistral": "G", "encoders": "H", "phi": "I",
@@ -97,12 +99,14 @@ class Claim:
     #: training run, ``models_param`` (the page parameter that lists the runs)
     compares: Mapping[str, Any] = field(default_factory=dict)
 
-    def applies_to(self, family: str, frame: str, causal: bool) -> bool:
-        """Whether a model of ``family`` (paper frame ``frame``) is tested against this claim."""
+    def applies_to(self, family: str, frame: str, causal: bool, rotary: bool = False) -> bool:
+        """Whether a model of ``family`` (paper frame ``frame``; ``rotary``: its positions are a rotary code) is
+        tested against this claim."""
         s = self.subject
         if self.compares:
             return False  # decided once for the group, not per model
-        return (s == "all" or s in (family, frame) or s == "decoders" and causal or s == "encoders" and not causal)
+        return (s == "all" or s in (family, frame) or s == "decoders" and causal or s == "encoders" and not causal
+                or s == "rotary" and rotary)
 
     @property
     def testable(self) -> bool:
@@ -235,7 +239,7 @@ CLAIMS: tuple[Claim, ...] = (
        why=("if the absolute positions carry the end anchor, taking them out (table zeroed, or every row replaced "
             "by the table's mean) lowers the last-token share, each paired by sentence"),
        null=f"{U_NULL}, and the random-initialized twin, with the same table edits"),
-    _C("3.4.rope_origin", "3.4", "Sec. 3.3-3.4", "decoders", "the sink follows position 0 of the rotary code",
+    _C("3.4.rope_origin", "3.4", "Sec. 3.3-3.4", "rotary", "the sink follows position 0 of the rotary code",
        "the first token's identity rotation makes it the sink", "", page="position_interventions",
        measure="positions.sink_on_position_id0", rule="above", params={"threshold": 0.5},
        why=("if the identity rotation makes the sink, then with the position ids shuffled (tokens and mask kept) "
@@ -799,7 +803,7 @@ CLAIMS: tuple[Claim, ...] = (
        null="each model's uniform attention, and the sizes in other orders",
        definition=CONCENTRATION_DEFINITION),
     # --------------------------------------------------------------------------- accounts published after the paper
-    _C("later.first_physical", LATER, "arXiv 2509.21042", "decoders", "the sink stays on the first physical token",
+    _C("later.first_physical", LATER, "arXiv 2509.21042", "rotary", "the sink stays on the first physical token",
        "the causal mask, not the rotary code, places the sink", "", page="position_interventions",
        measure="positions.sink_on_physical0", rule="above", params={"threshold": 0.5},
        why=("with the position ids shuffled, the sink of most sink layers stays on physical position 0; decided on "
@@ -921,9 +925,15 @@ BULLETS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def claims_for(family: str, frame: str, causal: bool, page: str | None = None) -> list[Claim]:
-    """The claims a model of ``family`` (paper frame ``frame``) is tested against, optionally on one page."""
-    return [c for c in CLAIMS if c.applies_to(family, frame, causal) and (page is None or c.page == page)]
+def claims_for(family: str, frame: str, causal: bool, page: str | None = None, rotary: bool = False) -> list[Claim]:
+    """The claims a model of ``family`` (paper frame ``frame``; ``rotary``: rotary positions) is tested against,
+    optionally on one page."""
+    return [c for c in CLAIMS if c.applies_to(family, frame, causal, rotary) and (page is None or c.page == page)]
+
+
+def is_rotary(record: dict[str, Any]) -> bool:
+    """Whether a model record's positions are a rotary code (its position encoding reads ``RoPE...``)."""
+    return str(record.get("position_encoding", "")).startswith("RoPE")
 
 
 CLAIM_COLUMNS = ["id", "section", "where", "subject", "quantity", "printed", "notebook", "definition"]
@@ -945,7 +955,9 @@ def subjects_of(families: list[str]) -> list[str]:
     frames = [FRAME_BY_FAMILY[f] for f in families if f in FRAME_BY_FAMILY]
     causal = any(f not in ENCODER_FAMILIES for f in families)
     encoders = any(f in ENCODER_FAMILIES for f in families)
-    return [*families, *frames, *(["decoders"] if causal else []), *(["encoders"] if encoders else [])]
+    rotary = any(f not in ABSOLUTE_FAMILIES for f in families)
+    return [*families, *frames, *(["decoders"] if causal else []), *(["encoders"] if encoders else []),
+            *(["rotary"] if rotary else [])]
 
 
 def _page_table(page: str, families: list[str] | None) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..book.manifest import Manifest, ManifestError, reader_manifest
 from ..paper import APPENDIX_OF, CLAIMS, Claim
-from ..paper.claims import LATER, PAPER
+from ..paper.claims import LATER, PAPER, is_rotary
 from ..verdicts import NOT_EVALUATED, QUESTIONS, STATUSES, PageVerdicts, Verdict
 from .tables import breakable
 
@@ -41,7 +41,7 @@ def _cell(v: Verdict | None) -> str:
 
 
 def _applies(c: Claim, rec: dict) -> bool:
-    return c.applies_to(str(rec["family"]), str(rec["paper_frame"]), bool(rec["causal"]))
+    return c.applies_to(str(rec["family"]), str(rec["paper_frame"]), bool(rec["causal"]), is_rotary(rec))
 
 
 def _concerns(c: Claim, rec: dict) -> bool:

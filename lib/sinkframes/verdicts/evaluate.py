@@ -8,6 +8,7 @@ from typing import Any
 
 from ..analyses.base import TWIN, ModelResult
 from ..paper import Claim, claims_for
+from ..paper.claims import is_rotary
 from ..types import Mode
 from .measures import NULLS, Measure, layer_order_null, registered
 from .nulls import null_result
@@ -23,7 +24,7 @@ def claims_of(result: ModelResult) -> list[Claim]:
     """The testable claims about ``result``'s family and frame type that its analysis measures."""
     rec = result.record
     return [
-        c for c in claims_for(str(rec["family"]), str(rec["paper_frame"]), bool(rec["causal"]))
+        c for c in claims_for(str(rec["family"]), str(rec["paper_frame"]), bool(rec["causal"]), rotary=is_rotary(rec))
         if c.testable and not c.compares and registered()[c.measure].analysis == result.analysis
     ]
 
