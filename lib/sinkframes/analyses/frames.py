@@ -36,7 +36,7 @@ import torch
 
 from .. import stats
 from ..extraction import summarize
-from ..metrics.frames import STABLE, FrameSummaryReducer, frame_profile
+from ..metrics.frames import MIN_SOURCES, STABLE, FrameSummaryReducer, frame_profile
 from ..types import Mode, RunOptions
 from ..verdicts.measures import boot, measure, seed_of
 from ..verdicts.verdict import Estimate, not_applicable
@@ -144,6 +144,11 @@ def frames_from_summaries(
     codes = {name: torch.stack([s[key].long() for s in summaries]).numpy()  # [sample, layer]
              for name, key in (("frame", "frame"), ("frame_anchor", "frame_anchor"))}
     profile = frame_profile(codes["frame"], codes["frame_anchor"], bool(record["causal"]), seed=seed)
+    readable = torch.stack([torch.isfinite(s["frame_top"]) for s in summaries]).any()  # some key had its 10 queries
+    if not bool(readable):
+        profile = {**profile, "label": "undefined",
+                   "reason": (f"no sentence has a key that {MIN_SOURCES} queries can see (texts too short), so no "
+                              "frame can be read")}
     heads = {name: stats.nanmean(arr, axis=0) for name, arr in per_head.items()}  # each [layer, head]
     return ModelResult(
         analysis=ANALYSIS,
@@ -348,7 +353,7 @@ def frame_type(r: ModelResult, mode: Mode) -> Estimate | None:
     stability = float(profile["stability"])
     return Estimate(frame, n=r.n_sentences, interval=f"a category; the same label in {stability:.0%} of "
                     "resamples of the sentences", detail=str(r.data.get("reason", "")),
-                    undetermined=stability < STABLE)
+                    undetermined=frame == "undefined" or stability < STABLE)
 
 
 @measure("frames.reference_count", "frames")
