@@ -17,7 +17,6 @@ formed a sink, if any, by step 24,000. One run per cell decides nothing statisti
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +32,8 @@ from ..training.text_lm import (
     LONG,
     LMRecipe,
     grid_name,
-    recipe_dict,
 )
+from .text_grid import read_run_log
 
 #: the test's level (one-sided)
 ALPHA = 0.05
@@ -66,24 +65,8 @@ def sink_head_share(record: Mapping[str, Any], threshold: float = GU_THRESHOLD) 
 
 def read_runs(log: Path = FORMATION_LOG,
               recipes: Mapping[str, LMRecipe] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """``{run: probe records in step order}`` from a log of the formation test's runs (a header whose recipe is not
-    the one named raises ``ValueError``: it would be compared as if trained alike)."""
-    known = {**FORMATION, **LONG} if recipes is None else dict(recipes)
-    runs: dict[str, list[dict[str, Any]]] = {}
-    if not Path(log).exists():
-        return runs
-    for line in Path(log).read_text().splitlines():
-        rec = json.loads(line)
-        name = rec["recipe"]
-        if "config" in rec:
-            if name not in known or rec["config"] != recipe_dict(known[name]):
-                raise ValueError(f"{log}: {name} was trained with {rec['config']}, which is not the test's recipe")
-            runs[name] = []
-        elif "step" in rec:
-            kept = runs.setdefault(name, [])
-            kept[:] = [r for r in kept if r["step"] < rec["step"]]
-            kept.append(rec)
-    return runs
+    """``{run: probe records in step order}`` from a log of the formation test's runs (``text_grid.read_run_log``)."""
+    return read_run_log(log, {**FORMATION, **LONG} if recipes is None else recipes, "the test's")
 
 
 @dataclass(frozen=True)

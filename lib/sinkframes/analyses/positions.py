@@ -36,8 +36,7 @@ import torch
 from .. import stats
 from ..extraction.run import run_cached
 from ..metrics.frames import (
-    ANCHORS,
-    FRAMES,
+    code_onehot,
     excess_from_received,
     frames_of_excess,
     labels_from_shares,
@@ -52,7 +51,6 @@ from ..types import Mode, RunOptions
 from ..verdicts.measures import BOOT, NULLS, boot, measure, seed_of, shape_measure, with_parts
 from ..verdicts.verdict import Estimate, not_applicable
 from .base import ModelResult, Results, each_model, register_tables, with_twin
-from .frames import classify
 from .structureless import uniform_attention
 
 ANALYSIS = "positions"
@@ -64,9 +62,6 @@ MIN_EMBEDDING_COSINE = 0.8
 #: a sink layer: one whose unmodified sink sits on physical position 0 in at least this share of sentences
 SINK_LAYER_SHARE = 0.5
 REDUCER = PositionReducer()
-#: the per-sample arrays the frame classifier reads, in ``classify``'s names: [sample, layer] head means
-EVIDENCE = {"first_token_share": "first_share", "last_token_share": "last_share",
-            "first_token_concentration": "first_concentration", "reference_count": "reference_count"}
 
 
 def one_pass(ref: str, texts: list[str], iv: probe.Intervention, opts: RunOptions, seed: int
@@ -125,21 +120,10 @@ def arrays(summaries: list[dict[str, Any]], base: list[dict[str, Any]] | None = 
     return out
 
 
-def evidence_of(m: dict[str, np.ndarray]) -> dict[str, float]:
-    """The earlier rule's evidence from sentence means ``m[name] [layer]`` (layer means, as ``frames`` does)."""
-    return {k: float(np.nanmean(m[v])) for k, v in EVIDENCE.items()}
-
-
 def frame_of(a: dict[str, np.ndarray], causal: bool) -> str:
     """The frame the instrument reads for one pass (``metrics.frames.model_frame`` of its layers' frames)."""
     frame, anchor = layer_labels(a["frame"], a["frame_anchor"])
     return model_frame(frame, anchor, causal)[0]
-
-
-def earlier_frame_of(a: dict[str, np.ndarray], causal: bool) -> str:
-    """The earlier rule's label of one pass's arrays (sentence means, then layer means), for comparison."""
-    with np.errstate(all="ignore"):
-        return classify(evidence_of({v: stats.nanmean(a[v], axis=0) for v in EVIDENCE.values()}), causal)[0]
 
 
 def sink_layers(base: dict[str, np.ndarray]) -> list[int]:
@@ -376,14 +360,6 @@ def _undetermined(r: ModelResult, why: str) -> Estimate:
     return Estimate(math.nan, math.nan, math.nan, n=r.n_sentences, interval=BOOT, undetermined=True, detail=why)
 
 
-def _onehot(a: dict[str, np.ndarray]) -> np.ndarray:
-    """``[sample, layer, 7]``: each sentence's frame and anchor per layer, one-hot (``metrics.frames.code_shares``
-    without the mean)."""
-    kinds = np.eye(len(FRAMES))[a["frame"].astype(int)]
-    anchor = np.where(a["frame_anchor"] >= 0, a["frame_anchor"], len(ANCHORS)).astype(int)
-    return np.concatenate([kinds, np.eye(len(ANCHORS) + 1)[anchor][..., : len(ANCHORS)]], -1)
-
-
 #: the passes that change the kind of position encoding, by intervention kind: a modified rotary code (another
 #: base, NTK-aware or linear scaling, partial rotation as in Phi-2 and Pythia) or absolute positions removed (the
 #: table averaged or zeroed, or no positions at all). Offsets (no-ops for a rotary code), shuffled ids (a scramble of
@@ -427,7 +403,8 @@ def frame_moves_as_predicted(r: ModelResult, mode: Mode) -> Estimate | None:
         return _undetermined(r, "no pass that changes the kind of position encoding left the model working")
     order = ["unmodified", *names]
     causal = [bool(runs[n]["causal"]) for n in order]
-    x = np.stack([_onehot(runs[n]["arrays"]) for n in order], 1)  # [sample, run, layer, 7]
+    # [sample, run, layer, 7]: one-hot frames and anchors, whose sentence means give each layer's label
+    x = np.stack([code_onehot(runs[n]["arrays"]["frame"], runs[n]["arrays"]["frame_anchor"]) for n in order], 1)
 
     def moved(lbl: str, first: str) -> bool:
         return lbl == target if kind == "rotary" else lbl != first

@@ -14,6 +14,7 @@ to the run's last probe (the task's rule, half the zero-prediction loss, has no 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +55,11 @@ def probe_fields(w: torch.Tensor) -> dict[str, Any]:
     return {k: _rounded(m[k]) for k in ("first_low", "first_high", "last_share", "location", "frame", "formed")}
 
 
-def read_grid_log(log: Path = GRID_LOG) -> dict[str, list[dict[str, Any]]]:
-    """``{run: its probe records in step order}`` for the runs of the grid whose header matches their recipe
-    (a run of another recipe under a grid name raises ``ValueError``: it would be compared as if trained alike).
-    A run's records are those of its last start from step 0 (a run restarted afresh replaces its records)."""
+def read_run_log(log: Path, recipes: Mapping[str, LMRecipe], whose: str) -> dict[str, list[dict[str, Any]]]:
+    """``{run: its probe records in step order}`` for the runs of a probe log whose header matches their recipe in
+    ``recipes`` (a run of another recipe under one of those names raises ``ValueError``, naming ``whose`` recipe it
+    is not: it would be compared as if trained alike). A run's records are those of its last start from step 0 (a
+    run restarted afresh replaces its records; a piece continued from a saved state replaces the steps it repeats)."""
     runs: dict[str, list[dict[str, Any]]] = {}
     if not Path(log).exists():
         return runs
@@ -65,14 +67,19 @@ def read_grid_log(log: Path = GRID_LOG) -> dict[str, list[dict[str, Any]]]:
         rec = json.loads(line)
         name = rec["recipe"]
         if "config" in rec:
-            if name not in GRID or rec["config"] != recipe_dict(GRID[name]):
-                raise ValueError(f"{log}: {name} was trained with {rec['config']}, which is not the grid's recipe")
+            if name not in recipes or rec["config"] != recipe_dict(recipes[name]):
+                raise ValueError(f"{log}: {name} was trained with {rec['config']}, which is not {whose} recipe")
             runs[name] = []
         elif "step" in rec:
             kept = runs.setdefault(name, [])
             kept[:] = [r for r in kept if r["step"] < rec["step"]]  # a piece continued from an earlier state
             kept.append(rec)
     return runs
+
+
+def read_grid_log(log: Path = GRID_LOG) -> dict[str, list[dict[str, Any]]]:
+    """:func:`read_run_log` of the grid's runs."""
+    return read_run_log(log, GRID, "the grid's")
 
 
 def _loss_dropped(records: list[dict[str, Any]]) -> list[bool]:

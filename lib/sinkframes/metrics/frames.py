@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from .positions import uniform_received
-from .sinks import SinkSummaryReducer, eligible_pairs
+from .sinks import SinkSummaryReducer, eligible_pairs, summaries_stacked
 
 #: a sink position receives at least this much more than uniform attention would give it (a tenth of each
 #: row, on average over the queries that can see it). Random attention (Gaussian logits of standard deviation up
@@ -116,11 +116,7 @@ class FrameSummaryReducer:
 
     def each(self, attn: torch.Tensor, causal: bool) -> list[dict[str, torch.Tensor]]:
         """The summaries of samples of one length, ``attn [sample, layer, head, query, key]``, in one call."""
-        n_samples, n_layers = attn.shape[:2]
-        stacked = self(attn.reshape(n_samples * n_layers, *attn.shape[2:]), causal)  # [sample * layer, ...]
-        n_tokens = stacked.pop("n_tokens")
-        split = {k: v.reshape(n_samples, n_layers, *v.shape[1:]) for k, v in stacked.items()}
-        return [{"n_tokens": n_tokens.clone(), **{k: v[i] for k, v in split.items()}} for i in range(n_samples)]
+        return summaries_stacked(self, attn, causal)
 
 
 # ----------------------------------------------------------------------------- a model's frame over depth
@@ -137,14 +133,19 @@ STABLE = 0.9
 MODEL_FRAMES = (*FRAMES, "mixed")
 
 
-def code_shares(frames: np.ndarray, anchors: np.ndarray) -> np.ndarray:
-    """``[..., layer, 7]``: per layer, the share of sentences reading each frame (:data:`FRAMES`, 4 columns) and,
-    among all sentences, each anchor of a centralized layer (:data:`ANCHORS`, 3 columns), from codes
-    ``[sample, ..., layer]``: means over sentences, so that a bootstrap of sentence means reads labels too."""
+def code_onehot(frames: np.ndarray, anchors: np.ndarray) -> np.ndarray:
+    """``[sample, ..., layer, 7]``: each sentence's frame (:data:`FRAMES`, 4 columns) and, for a centralized layer,
+    its anchor (:data:`ANCHORS`, 3 columns), one-hot, from codes ``[sample, ..., layer]``."""
     kinds = np.eye(len(FRAMES))[frames.astype(int)]  # [sample, ..., layer, 4]
     anchor_idx = np.where(anchors >= 0, anchors, len(ANCHORS)).astype(int)
     where = np.eye(len(ANCHORS) + 1)[anchor_idx][..., : len(ANCHORS)]  # [sample, ..., layer, 3]
-    return np.concatenate([kinds, where], -1).mean(0)
+    return np.concatenate([kinds, where], -1)
+
+
+def code_shares(frames: np.ndarray, anchors: np.ndarray) -> np.ndarray:
+    """``[..., layer, 7]``: per layer, the share of sentences reading each frame and each anchor (the mean of
+    :func:`code_onehot` over sentences), so that a bootstrap of sentence means reads labels too."""
+    return code_onehot(frames, anchors).mean(0)
 
 
 def labels_from_shares(shares: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

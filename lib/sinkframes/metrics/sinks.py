@@ -25,6 +25,7 @@ tokens) and a ``causal`` flag. Conventions, stated once:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -179,10 +180,17 @@ class SinkSummaryReducer:
         """The summaries of samples of one length, ``attn [sample, layer, head, query, key]``, in one call:
         every statistic is computed layer by layer, so the samples are stacked as layers and split again.
         Equal to ``[self(a) for a in attn]``, in a fraction of the time when the samples are many and small."""
-        if attn.dim() != 5:
-            raise ValueError(f"attention must be [sample, layer, head, query, key], got {tuple(attn.shape)}")
-        n_samples, n_layers = attn.shape[:2]
-        stacked = self(attn.reshape(n_samples * n_layers, *attn.shape[2:]), causal)  # [sample * layer, ...]
-        n_tokens = stacked.pop("n_tokens")
-        split = {k: v.reshape(n_samples, n_layers, *v.shape[1:]) for k, v in stacked.items()}
-        return [{"n_tokens": n_tokens.clone(), **{k: v[i] for k, v in split.items()}} for i in range(n_samples)]
+        return summaries_stacked(self, attn, causal)
+
+
+def summaries_stacked(reduce: Callable[[torch.Tensor, bool], dict[str, torch.Tensor]], attn: torch.Tensor,
+                      causal: bool) -> list[dict[str, torch.Tensor]]:
+    """``[reduce(a, causal) for a in attn]`` for a per-layer reducer, in one call: the samples ``attn [sample, layer,
+    head, query, key]`` (one length) are stacked as layers and split again."""
+    if attn.dim() != 5:
+        raise ValueError(f"attention must be [sample, layer, head, query, key], got {tuple(attn.shape)}")
+    n_samples, n_layers = attn.shape[:2]
+    stacked = reduce(attn.reshape(n_samples * n_layers, *attn.shape[2:]), causal)  # [sample * layer, ...]
+    n_tokens = stacked.pop("n_tokens")
+    split = {k: v.reshape(n_samples, n_layers, *v.shape[1:]) for k, v in stacked.items()}
+    return [{"n_tokens": n_tokens.clone(), **{k: v[i] for k, v in split.items()}} for i in range(n_samples)]
