@@ -121,17 +121,25 @@ def test_a_comparison_claim_is_decided_for_the_group_with_its_nulls(synthetic: N
                _result("EleutherAI/pythia-6.9b", Estimate(2.0, 1.8, 2.2), flat)]
     assert [g for g, _ in members_of(_trend_claim(), results)] == ["2.8B", "6.9B", "12B"]
     found = evaluate_claim(_trend_claim(), results)
-    assert {v.question: v.status for v in found} == {"reproduced": SUPPORTED, "holds": SUPPORTED}
+    # three sizes: the own order is the steepest of 6, so its permutation p-value is 1/6, not under 0.05
+    assert {v.question: v.status for v in found} == {"reproduced": NOT_DIAGNOSTIC, "holds": NOT_DIAGNOSTIC}
     v = found[0]
+    assert v.extra["nulls"][1]["estimate"]["permutation"]["p_greater"] == pytest.approx(1 / 6)
+    # the end-to-end rise reads the two ends only: with five sizes 6 of the 120 orders reach it, p = 0.05
+    five = [*results, _result("EleutherAI/pythia-160m", Estimate(0.0, -0.2, 0.2), flat),
+            _result("EleutherAI/pythia-70m", Estimate(-1.0, -1.2, -0.8), flat)]
+    found = evaluate_claim(_trend_claim(), five)
+    assert {v.status for v in found} == {SUPPORTED}
+    assert found[0].extra["nulls"][1]["estimate"]["permutation"]["p_greater"] == pytest.approx(6 / 120)
     assert v.model == "pythia sizes" and v.extra["models"] == [r.ref for r in (results[1], results[2], results[0])]
     assert [n["name"] for n in v.extra["nulls"]] == ["each model's synthetic null", "sizes in other orders"]
 
 
 def test_a_null_that_rises_too_makes_the_comparison_not_diagnostic(synthetic: None):
     results = [_result("EleutherAI/pythia-2.8b", Estimate(1.0, 0.8, 1.2), Estimate(1.0, 0.9, 1.1)),
-               _result("EleutherAI/pythia-12b", Estimate(4.0, 3.8, 4.2), Estimate(3.0, 2.9, 3.1))]
+               _result("EleutherAI/pythia-12b", Estimate(4.0, 3.8, 4.2), Estimate(4.0, 3.9, 4.1))]
     found = evaluate_claim(_trend_claim(), results)
-    assert {v.status for v in found} == {NOT_DIAGNOSTIC}
+    assert {v.status for v in found} == {NOT_DIAGNOSTIC}  # the null rises as much: model minus null includes 0
     assert "synthetic null" in found[0].reason
 
 
@@ -152,7 +160,19 @@ def test_frame_groups_use_the_family_the_paper_assigns(synthetic: None):
     assert [(g, r.ref) for g, r in members_of(claim, results)] == [
         ("centralized", "l1"), ("centralized", "l2"), ("distributed", "q")]
     found = evaluate_claim(claim, results)
-    assert {v.status for v in found} == {SUPPORTED}  # the relabeled groups mix 1.0 with 3.0: they overlap
+    # three models: the own labelling is one of three, so a permutation p-value cannot go under 1/3
+    assert {v.status for v in found} == {NOT_DIAGNOSTIC}
+    perm = next(n for n in found[0].extra["nulls"] if n["name"].startswith("frame labels"))["estimate"]["permutation"]
+    assert perm["p_greater"] == pytest.approx(1 / 3) and perm["orders"] == 3
+    # four models of each type, apart: only the own labelling and its mirror differ as much (2 of 70)
+    more = [_result(f"q{i}", Estimate(3.0 + 0.05 * i, 2.9 + 0.05 * i, 3.1 + 0.05 * i), Estimate(0.0), "qwen",
+                    "distributed") for i in range(4)]
+    more += [_result(f"l{i}", Estimate(1.0 + 0.05 * i, 0.9 + 0.05 * i, 1.1 + 0.05 * i), Estimate(0.0), "llama",
+                     "centralized") for i in range(4)]
+    found = evaluate_claim(claim, more)
+    assert {v.status for v in found} == {SUPPORTED}
+    perm = next(n for n in found[0].extra["nulls"] if n["name"].startswith("frame labels"))["estimate"]["permutation"]
+    assert perm["p_greater"] == pytest.approx(2 / 70)
 
 
 def test_the_registrys_comparison_claims_name_their_measures_and_groups():

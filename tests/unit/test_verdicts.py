@@ -32,11 +32,11 @@ RULE_CASES = [
     ("flip_within", {"low": 0.1, "high": 0.2}, E(0.2, 0.1, 0.2), E(0.05, 0.02, 0.05), E(0.2, 0.1, 0.2)),
     ("every_below", {"threshold": 0.0},
      E(-0.15, -0.3, -0.05, parts=[["early", -0.2, -0.3, -0.1], ["late", -0.1, -0.15, -0.05]]),
-     E(0.0, -0.3, 0.3, parts=[["early", -0.2, -0.3, -0.1], ["late", 0.2, 0.1, 0.3]]),
+     E(0.15, 0.05, 0.3, parts=[["early", 0.1, 0.05, 0.15], ["late", 0.2, 0.1, 0.3]]),
      E(-1.0, -1.1, -0.9, parts=[["early", -1.0, -1.1, -0.9]])),
     ("every_above", {"threshold": 0.5},
      E(0.7, 0.6, 0.8, parts=[["0.001", 0.7, 0.6, 0.8], ["0.1", 0.75, 0.7, 0.8]]),
-     E(0.5, 0.3, 0.8, parts=[["0.001", 0.7, 0.6, 0.8], ["0.1", 0.35, 0.3, 0.4]]),
+     E(0.3, 0.2, 0.4, parts=[["0.001", 0.25, 0.2, 0.3], ["0.1", 0.35, 0.3, 0.4]]),
      E(0.9, 0.85, 0.95, parts=[["0.001", 0.9, 0.85, 0.95]])),
     ("every_within", {"low": 0.3, "high": 0.4},
      E(0.35, 0.33, 0.37, parts=[["layer 0", 0.35, 0.33, 0.37], ["layer 1", 0.36, 0.34, 0.38]]),
@@ -110,17 +110,44 @@ def test_a_sign_claim_is_decided_at_the_thresholds_it_names():
     assert V.apply("every_below", est, {"threshold": 0.0, "at": ["0.05"]})[0] == V.INCONCLUSIVE  # not measured there
 
 
-def test_several_nulls_any_passing_makes_a_passing_model_not_diagnostic():
+def test_several_nulls_any_indistinguishable_makes_a_passing_model_not_diagnostic():
     good, failing, passing = E(0.7, 0.6, 0.8), E(0.3, 0.2, 0.4), E(0.9, 0.85, 0.95)
     status, rows, _ = V.rules.decide_all("above", {"threshold": 0.5}, good, [("a", failing), ("b", passing)])
-    assert status == V.NOT_DIAGNOSTIC and [r[2] for r in rows] == [V.NOT_SUPPORTED, V.SUPPORTED]
+    assert status == V.NOT_DIAGNOSTIC and [r.meets for r in rows] == [V.NOT_SUPPORTED, V.SUPPORTED]
+    assert [r.differs for r in rows] == [True, False]
     status, _, _ = V.rules.decide_all("above", {"threshold": 0.5}, failing, [("b", passing)])
     assert status == V.NOT_SUPPORTED
     assert V.rules.decide_all("above", {"threshold": 0.5}, good, [("a", failing), ("c", None)])[0] == V.SUPPORTED
 
 
+def test_a_large_effect_beside_a_small_null_that_meets_the_claim_is_supported():
+    # the model's rise is seven times its random twin's: both meet "above 0", but the model differs from the twin
+    model, twin = E(150.7, 140.0, 160.0), E(19.9, 18.0, 22.0)
+    status, rows, _ = V.rules.decide_all("above", {"threshold": 0.0}, model, [("random-initialized twin", twin)])
+    assert status == V.SUPPORTED and rows[0].meets == V.SUPPORTED and rows[0].differs is True
+    assert "excludes 0" in rows[0].how
+    # a model inside the null's interval is not diagnostic even where the null itself does not meet the claim
+    status, rows, _ = V.rules.decide_all("above", {"threshold": 0.5}, E(0.56, 0.52, 0.6),
+                                         [("null", E(0.48, 0.45, 0.53))])
+    assert status == V.NOT_DIAGNOSTIC and rows[0].meets == V.INCONCLUSIVE and rows[0].differs is False
+
+
+def test_the_difference_is_taken_in_the_claims_direction_and_part_by_part():
+    # a null far *above* a model that must be below a threshold: the model is beyond the null in the claim's
+    # direction
+    status, rows, _ = V.rules.decide_all("below", {"threshold": 0.0}, E(-0.5, -0.6, -0.4), [("n", E(0.9, 0.8, 1.0))])
+    assert status == V.SUPPORTED and rows[0].differs is True
+    parts = [["early", 0.7, 0.6, 0.8], ["late", 0.9, 0.85, 0.95]]
+    model = E(0.8, 0.6, 0.95, parts=parts)
+    null_parts = [["early", 0.7, 0.65, 0.75], ["late", 0.55, 0.5, 0.58]]
+    status, rows, _ = V.rules.decide_all("every_above", {"threshold": 0.5}, model,
+                                         [("n", E(0.6, 0.5, 0.75, parts=null_parts))])
+    assert status == V.NOT_DIAGNOSTIC and "1 of 2 parts" in rows[0].how  # early overlaps, late is apart
+
+
 def _entropy_result(per_layer: np.ndarray, n: int = 12, seed: int = 0) -> ModelResult:
     """A value-space result whose corrected entropy is ``per_layer`` plus sentence noise shared by every layer."""
+    M.registered()
     noise = np.random.default_rng(seed).normal(0, 0.01, (n, 1))
     x = np.asarray(per_layer, dtype=float)[None, :] + noise  # [sample, layer]
     return ModelResult("geometry_values", {**RECORD, "n_layers": x.shape[1]}, n, samples={"corrected_entropy": x},
@@ -133,13 +160,15 @@ def test_the_layer_order_null_passes_on_a_structureless_depth_profile_and_fails_
     model, null = M.MEASURES[name].fn(flat, "corrected"), M.layer_order_null(name, flat, "corrected")
     assert null.value == pytest.approx(0.0) and null.low == pytest.approx(0.0) and null.high == pytest.approx(0.0)
     # every layer alike: whatever passes for the model passes for the null, so a pass is not diagnostic
-    status, _, _ = V.rules.decide_all("below", {"threshold": 0.5}, model, [("layers in random order", null)])
-    assert status == V.NOT_DIAGNOSTIC
+    status, rows, _ = V.rules.decide_all("below", {"threshold": 0.5}, model, [("layers in random order", null)])
+    assert status == V.NOT_DIAGNOSTIC and null.permutation["p_less"] == 1.0 and rows[0].differs is False
     falling = _entropy_result(np.linspace(3.0, 1.0, 8))
     model, null = M.MEASURES[name].fn(falling, "corrected"), M.layer_order_null(name, falling, "corrected")
     assert model.value == pytest.approx(-2.0, abs=0.05) and null.low < 0 < null.high
     status, rows, _ = V.rules.decide_all("below", {"threshold": 0.0}, model, [("layers in random order", null)])
-    assert status == V.SUPPORTED and rows[0][2] == V.INCONCLUSIVE
+    # the order the model has is the most extreme there is: only orders with 3.0 first and 1.0 last reach it
+    assert null.permutation["exact"] == 0.0 and null.permutation["p_less"] < 0.05
+    assert status == V.SUPPORTED and rows[0].meets == V.INCONCLUSIVE and rows[0].differs is True
 
 
 def test_every_depth_and_shape_claim_has_a_null_that_can_pass():
@@ -168,12 +197,12 @@ def test_the_twin_null_passes_where_the_architecture_alone_gives_the_shape_and_f
     model, twin = m.fn(falling, "corrected"), _Nulls(falling).run(m, "random_twin", "corrected")
     assert twin.high < 0
     status, rows, _ = V.rules.decide_all("below", {"threshold": 0.0}, model, [("random-initialized twin", twin)])
-    assert status == V.NOT_DIAGNOSTIC and rows[0][2] == V.SUPPORTED
+    assert status == V.NOT_DIAGNOSTIC and rows[0].meets == V.SUPPORTED
     # a flat twin: the trained model's fall is its own
     falling.data["twin"] = _entropy_result(np.full(8, 2.0), seed=1)
     twin = _Nulls(falling).run(m, "random_twin", "corrected")
     status, rows, _ = V.rules.decide_all("below", {"threshold": 0.0}, model, [("random-initialized twin", twin)])
-    assert status == V.SUPPORTED and rows[0][2] != V.SUPPORTED
+    assert status == V.SUPPORTED and rows[0].meets != V.SUPPORTED
 
 
 def test_star_likeness_is_checked_against_thresholded_uniform_attention_too():

@@ -18,13 +18,15 @@ from ..types import RunOptions
 from .params import check_parameters
 
 VERDICT_PREAMBLE = (
-    "Each claim of the paper this page measures, from the claims registry (`sinkframes.paper.claims`), with its "
-    "rule fixed there before any result; a claim's id links to its row of the scorecard. **reproduced?** applies "
-    "the rule to the authors' computation (faithful mode), **holds?** to the corrected one. *ours* is the estimate "
-    "with its interval (hover it for the kind of interval and the number of sentences), decided by the rule "
-    "beside it; the *null* is the same computation on structureless input (uniform attention, or a dense graph "
-    "for the threshold graphs): where the null meets the claim too, the verdict is **not diagnostic**; where the "
-    "interval straddles the rule's threshold it is **inconclusive**."
+    "Each claim of the paper this page measures, from the claims registry (`sinkframes.paper.claims`); a claim's "
+    "id links to its row of the scorecard. **reproduced?** applies the rule to the authors' computation (faithful "
+    "mode), **holds?** to the corrected one. *ours* is the estimate with its interval (hover it for the kind of "
+    "interval and the number of sentences), decided by the rule beside it; each *null* is the same computation on "
+    "input without the structure the claim is about (uniform attention, a dense graph, the layers in random order, "
+    "the random-initialized twin). A model that meets the claim is **supported** only where it also differs from "
+    "every null in the claim's direction (the interval of model minus null excludes zero, or a permutation p-value "
+    "of at most 0.05); where it cannot be told from some null it is **not diagnostic**; where its interval "
+    "straddles the rule's threshold it is **inconclusive**."
 )
 
 
@@ -126,7 +128,9 @@ def show_verdict_table(found: list[Any], profile: str, untested: list[tuple[str,
     if not found and not untested:
         display(Markdown(NO_VERDICTS))
         return
-    display(Markdown(VERDICT_PREAMBLE))
+    from ..paper.rule_log import history_note
+
+    display(Markdown(VERDICT_PREAMBLE + "\n\n" + history_note([v.claim for v in found] + [c for c, _ in untested])))
     display(HTML(verdict_html(found, scorecard_href(profile), untested)))
 
 

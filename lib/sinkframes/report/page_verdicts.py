@@ -273,7 +273,19 @@ def null_cell(v: Verdict) -> str:
     if not nulls and v.null is not None:
         return html.escape(estimate_text(v.null))
     return "<br>".join(f"{html.escape(str(n['name']))}: {html.escape(estimate_text(Estimate(**n['estimate'])))}"
-                       for n in nulls)
+                       + _difference_note(n) for n in nulls)
+
+
+#: how the test of difference against a null reads in a table cell
+DIFFERENCE_WORDS = {True: "model differs", False: "model not distinguishable", None: "difference not testable"}
+
+
+def _difference_note(n: dict[str, Any]) -> str:
+    """The model-against-null test under a null's value ('' for verdicts stored before it existed)."""
+    if "differs" not in n:
+        return ""
+    return (f'<br><span class="parts">{DIFFERENCE_WORDS[n["differs"]]}: '
+            f"{html.escape(str(n.get('difference', '')))}</span>")
 
 
 def _estimate_cell(e: Estimate | None) -> str:

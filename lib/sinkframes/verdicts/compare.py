@@ -30,10 +30,10 @@ from ..analyses.base import ModelResult
 from ..paper import CLAIMS, Claim
 from ..paper.claims import FRAME_BY_FAMILY
 from ..types import Mode
-from .evaluate import _null_name, _Nulls
+from .evaluate import _null_name, _Nulls, deciding_null, null_rows, same_as_null
 from .measures import registered
 from .rules import decide_all
-from .verdict import NOT_EVALUATED, QUESTIONS, SUPPORTED, Estimate, Verdict
+from .verdict import NOT_DIAGNOSTIC, NOT_EVALUATED, QUESTIONS, Estimate, Verdict
 
 #: one member of a comparison: ``(group, model ref, its estimate)``; groups are frame types or size labels
 Member = tuple[str, str, Estimate]
@@ -234,26 +234,42 @@ def _measured(members: Sequence[tuple[str, ModelResult]], fn: Callable[[ModelRes
 
 
 def relabeled(members: Sequence[Member], compare: ComparisonFn, seed: int = 0) -> Estimate | None:
-    """The comparison with the group labels permuted across the same models (group sizes kept): the median
-    relabeling by value, other than the models' own. ``None`` when no other labelling exists."""
+    """The comparison with the group labels permuted across the same models (group sizes kept): a permutation
+    null. Its ``permutation`` holds the share of labellings (the models' own included) whose value reaches the
+    own one, each way, and the smallest share any labelling could reach; its value and interval are the median
+    relabeling's, by value, for display. ``None`` when no other labelling exists. With one model per group a
+    frame type cannot be told from the model that stands for it, and the p-value says so (3 groups: at least 1/3).
+    """
     labels = [g for g, _, _ in members]
     if len(members) <= 8:
         orders = sorted(set(itertools.permutations(labels)))
+        exact = True
     else:
         rng = np.random.default_rng(seed)
         orders = sorted({tuple(labels[i] for i in rng.permutation(len(labels))) for _ in range(MAX_RELABELINGS)})
-    orders = [o for o in orders if list(o) != labels]
-    if not orders:
+        exact = False
+    if len(orders) < 2:
         return None
-    ests = []
-    for order in orders:
-        moved = sorted(((g, ref, e) for g, (_, ref, e) in zip(order, members, strict=True)),
-                       key=lambda m: labels.index(m[0]))
-        ests.append(compare(moved))
+
+    def moved(order: tuple[str, ...]) -> list[Member]:
+        return sorted(((g, ref, e) for g, (_, ref, e) in zip(order, members, strict=True)),
+                      key=lambda m: labels.index(m[0]))
+
+    own = float(compare(list(members)).value)
+    ests = [compare(moved(o)) for o in orders if list(o) != labels]
+    values = np.array([float(e.value) for e in ests] + ([own] if exact or tuple(labels) not in orders else []))
     ranked = sorted(ests, key=lambda e: -math.inf if math.isnan(float(e.value)) else float(e.value))
     mid = ranked[len(ranked) // 2]
+    perm: dict[str, float] = {}
+    if not math.isnan(own) and not np.isnan(values).any():
+        tol = 1e-9 * max(1.0, abs(own))
+        perm = {"p_greater": float(np.mean(values >= own - tol)), "p_less": float(np.mean(values <= own + tol)),
+                "reachable_greater": float(np.mean(values >= values.max() - tol)),
+                "reachable_less": float(np.mean(values <= values.min() + tol)),
+                "orders": float(values.size), "exact": float(exact), "observed": own}
     return Estimate(mid.value, mid.low, mid.high, mid.n, mid.interval,
-                    f"the median of {len(ests)} relabelings of the same models", mid.undetermined, mid.parts)
+                    f"the median of {len(ests)} relabelings of the same models", mid.undetermined, mid.parts,
+                    permutation=perm)
 
 
 def _nulls(claim: Claim, members: Sequence[tuple[str, ModelResult]], mode: Mode, own: list[Member]
@@ -275,14 +291,12 @@ def _nulls(claim: Claim, members: Sequence[tuple[str, ModelResult]], mode: Mode,
 def _decided(claim: Claim, question: str, est: Estimate, own: list[Member],
              nulls: list[tuple[str, Estimate | None]]) -> Verdict:
     status, rows, test = decide_all(claim.rule, claim.params, est, nulls)
-    passing = [r for r in rows if r[2] == SUPPORTED]
-    first = passing[0] if passing else (rows[0] if rows else None)
-    reason = f"the null ({', '.join(r[0] for r in passing)}) meets the claim too" if passing else ""
-    extra = {"nulls": [{"name": n, "estimate": asdict(e), "status": s} for n, e, s in rows],
-             "models": [ref for _, ref, _ in own],
+    first = deciding_null(rows)
+    reason = same_as_null(rows) if status == NOT_DIAGNOSTIC else ""
+    extra = {"nulls": null_rows(rows), "models": [ref for _, ref, _ in own],
              "members": [{"group": g, "model": ref, "estimate": asdict(e)} for g, ref, e in own]}
-    return Verdict(claim.id, claim.subject, question, status, est, first[1] if first else None,
-                   first[2] if first else "", reason, test, extra)
+    return Verdict(claim.id, claim.subject, question, status, est, first.estimate if first else None,
+                   first.meets if first else "", reason, test, extra)
 
 
 def evaluate_claim(claim: Claim, results: Sequence[ModelResult]) -> list[Verdict]:

@@ -12,8 +12,8 @@ from ..paper.claims import is_rotary
 from ..types import Mode
 from .measures import NULLS, Measure, layer_order_null, registered
 from .nulls import null_result
-from .rules import apply, decide_all
-from .verdict import NOT_APPLICABLE, NOT_EVALUATED, QUESTIONS, SUPPORTED, Estimate, Verdict
+from .rules import NullCheck, apply, decide_all
+from .verdict import NOT_APPLICABLE, NOT_DIAGNOSTIC, NOT_EVALUATED, QUESTIONS, Estimate, Verdict
 
 #: what each kind of null is called on the page
 NULL_NAMES = {"attention": "uniform attention", "uniform_graph": "uniform attention, thresholded",
@@ -75,17 +75,31 @@ def _verdict(claim: Claim, m: Measure, result: ModelResult, question: str, est: 
              nulls: list[tuple[str, Estimate | None]]) -> Verdict:
     """One verdict: the rule on the model's estimate and on every null, with the reasons a reader needs."""
     status, rows, test = decide_all(claim.rule, claim.params, est, nulls)
-    passing = [r for r in rows if r[2] == SUPPORTED]
-    first = passing[0] if passing else (rows[0] if rows else None)
-    reasons = []
-    if passing:
-        reasons.append(f"the null ({', '.join(r[0] for r in passing)}) meets the claim too")
+    reasons = [same_as_null(rows)] if status == NOT_DIAGNOSTIC else []
     note = _tolerance_note(claim, est, status)
     if note:
         reasons.append(note)
-    extra = {"nulls": [{"name": n, "estimate": asdict(e), "status": s} for n, e, s in rows]}
-    return Verdict(claim.id, result.ref, question, status, est, first[1] if first else None,
-                   first[2] if first else "", "; ".join(reasons), test, extra)
+    first = deciding_null(rows)
+    return Verdict(claim.id, result.ref, question, status, est, first.estimate if first else None,
+                   first.meets if first else "", "; ".join(reasons), test, {"nulls": null_rows(rows)})
+
+
+def deciding_null(rows: list[NullCheck]) -> NullCheck | None:
+    """The null a verdict names first: one the model cannot be told from, else the first."""
+    same = [r for r in rows if r.differs is False]
+    return same[0] if same else (rows[0] if rows else None)
+
+
+def same_as_null(rows: list[NullCheck]) -> str:
+    """Why a verdict that meets the claim is not diagnostic: the nulls it cannot be told from, with the test."""
+    same = [r for r in rows if r.differs is False]
+    return "not distinguishable from " + "; ".join(f"{r.name} ({r.how})" for r in same)
+
+
+def null_rows(rows: list[NullCheck]) -> list[dict[str, Any]]:
+    """The nulls as stored beside a verdict: name, estimate, what the rule says of it, and the difference test."""
+    return [{"name": r.name, "estimate": asdict(r.estimate), "status": r.meets, "differs": r.differs,
+             "difference": r.how} for r in rows]
 
 
 def evaluate_model(result: ModelResult) -> list[Verdict]:

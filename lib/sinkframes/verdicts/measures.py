@@ -15,6 +15,7 @@ Measures of attention analyses get their null by running on :func:`nulls.null_re
 from __future__ import annotations
 
 import importlib
+import itertools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -83,15 +84,26 @@ def measure(name: str, analysis: str, null: str = "attention", extra_nulls: tupl
 #: sentence mean)``, so that :func:`layer_order_null` can recompute the statistic with the layers reordered
 ShapeFn = Callable[[ModelResult, Mode], tuple[np.ndarray, Callable[[np.ndarray], float]] | None]
 LAYER_SHAPES: dict[str, ShapeFn] = {}
-N_LAYER_ORDERS = 200
-LAYER_ORDER = "2.5-97.5 % of the statistic over 200 seeded random layer orders"
+#: every order of the layers is tried up to this many orders (7 layers); beyond, :data:`N_LAYER_ORDERS` seeded ones
+MAX_EXACT_ORDERS = 5040
+N_LAYER_ORDERS = 2000
+LAYER_ORDER = "2.5-97.5 % of the statistic over the layers in random order (every order up to 7 layers)"
+
+
+def _orders(n_layers: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """``([order, layer] permutations, exact)``: all of them when few enough, else seeded random ones."""
+    if math.factorial(n_layers) <= MAX_EXACT_ORDERS:
+        return np.array(list(itertools.permutations(range(n_layers)))), True
+    return np.array([rng.permutation(n_layers) for _ in range(N_LAYER_ORDERS)]), False
 
 
 def layer_order_null(name: str, r: ModelResult, mode: Mode) -> Estimate | None:
-    """The depth statistic ``name`` recomputed on the model's own layer means put in random orders: the
-    shape a model would show if depth did not matter. Its interval is the 2.5-97.5 % range over
-    :data:`N_LAYER_ORDERS` seeded orders, so it meets a claim when almost every order does (as a model
-    whose layers are all alike does)."""
+    """The depth statistic ``name`` recomputed on the model's own layer means put in other orders: the shape a
+    model would show if depth did not matter. A permutation test: ``permutation`` holds the one-sided p-values of
+    the model's own order (the share of orders whose statistic reaches it, counting the model's), and the
+    smallest p-value any order of these layers could reach (a 6-layer model has 720 orders, and a statistic of
+    region means gives many of them the same value, so its p-value has a floor). The interval is the 2.5-97.5 %
+    range of the statistic over the orders."""
     got = LAYER_SHAPES[name](r, mode)
     if got is None:
         return None
@@ -100,13 +112,25 @@ def layer_order_null(name: str, r: ModelResult, mode: Mode) -> Estimate | None:
         warnings.simplefilter("ignore", RuntimeWarning)
         m = np.nanmean(np.asarray(x, dtype=float), 0)  # [..., layer]
         rng = np.random.default_rng(seed_of(r) + 7919)
-        draws = np.array([stat(m[..., rng.permutation(m.shape[-1])]) for _ in range(N_LAYER_ORDERS)], dtype=float)
+        orders, exact = _orders(m.shape[-1], rng)
+        draws = np.array([stat(m[..., order]) for order in orders], dtype=float)  # [order]
+        observed = float(stat(m))
     ok = draws[~np.isnan(draws)]
-    if ok.size < 0.95 * N_LAYER_ORDERS:
+    if ok.size < 0.95 * len(orders) or math.isnan(observed):
         return Estimate(math.nan, math.nan, math.nan, n=x.shape[0], interval=LAYER_ORDER, undetermined=True,
                         detail="undefined in some layer orders")
+    tol = 1e-9 * max(1.0, abs(observed))
+    extra = 0 if exact else 1  # seeded orders: the model's own order counts as one more
+
+    def share(count: int) -> float:
+        return (count + extra) / (ok.size + extra)
+
+    perm = {"p_greater": share(int(np.sum(ok >= observed - tol))), "p_less": share(int(np.sum(ok <= observed + tol))),
+            "reachable_greater": share(int(np.sum(ok >= ok.max() - tol))),
+            "reachable_less": share(int(np.sum(ok <= ok.min() + tol))),
+            "orders": float(ok.size), "exact": float(exact), "observed": observed}
     return Estimate(float(np.median(ok)), float(np.quantile(ok, 0.025)), float(np.quantile(ok, 0.975)),
-                    n=x.shape[0], interval=LAYER_ORDER, detail="layers in random order")
+                    n=x.shape[0], interval=LAYER_ORDER, detail="layers in random order", permutation=perm)
 
 
 #: the nulls every depth and shape measure runs beside its first: both can pass where depth does not matter

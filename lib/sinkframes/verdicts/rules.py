@@ -2,14 +2,15 @@
 
 Every rule decides on the interval's bounds, never on its existence: a wider interval can only
 move a verdict towards "inconclusive". A rule returns ``supported``, ``not supported`` or
-``inconclusive``; whether the verdict is diagnostic is decided by running the same rule on the null
-(:func:`decide`).
+``inconclusive``; whether the verdict is diagnostic is decided by a test of difference against each null
+(:func:`decide_all`): the model must meet the claim *and* differ from each null in the claim's direction.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .verdict import INCONCLUSIVE, NOT_DIAGNOSTIC, NOT_SUPPORTED, SUPPORTED, Estimate
@@ -181,26 +182,104 @@ def describe(rule: str, params: Mapping[str, Any]) -> str:
     return apply(rule, probe, params)[1]
 
 
+#: the direction in which each rule's claim points: +1 where a larger value meets it, -1 where a smaller one does.
+#: A range (``within``), a category (``equals``) or a located sign change points nowhere: against a null it is
+#: enough that the null does not meet the claim.
+DIRECTION: dict[str, int] = {"above": 1, "every_above": 1, "at_least": 1, "below": -1, "every_below": -1}
+#: the one-sided level of a permutation null (the model must lie beyond the null's 95 % quantile)
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class NullCheck:
+    """One null beside the model: its estimate, what the rule says of it (``meets``), whether the model differs
+    from it in the claim's direction (``differs``; ``None`` where the null could not be computed) and the test
+    with its numbers (``how``)."""
+
+    name: str
+    estimate: Estimate
+    meets: str
+    differs: bool | None
+    how: str
+
+
+def _labelled(est: Estimate, at: list[str] | None) -> list[tuple[str, Estimate]]:
+    """The parts of ``est`` a part-wise rule reads (those in ``at`` when given), or the whole as one part."""
+    parts = [(lbl, e) for lbl, e in est.part_estimates() if at is None or lbl in at]
+    return parts or [("", est)]
+
+
+def differs_from(rule: str, params: Mapping[str, Any], est: Estimate, null: Estimate) -> tuple[bool | None, str]:
+    """Whether the model's ``est`` differs from ``null`` in the direction the claim points (:data:`DIRECTION`).
+
+    - A permutation null (one carrying ``permutation`` p-values, as the layers in random order do): the model's
+      value must lie beyond the null's one-sided 95 % quantile, i.e. its p-value at most :data:`ALPHA`.
+    - Any other null: the interval of model minus null, ``[low_model - high_null, high_model - low_null]`` (no
+      pairing assumed, so never narrower than the two intervals allow), must exclude zero on the claim's side;
+      for a claim about every part, in every part (matched by label, or against the null's whole interval).
+    - A claim that points nowhere (a range, a category): the null must not meet the claim.
+    """
+    d = DIRECTION.get(rule, 0)
+    if d == 0:
+        meets = apply(rule, null, params)[0]
+        if meets == INCONCLUSIVE and _undetermined(null):
+            return None, "the null is not computable"
+        return meets != SUPPORTED, ("the null meets the claim too" if meets == SUPPORTED
+                                    else f"the null does not meet the claim ({meets})")
+    perm = null.permutation
+    if perm:
+        p = float(perm["p_greater" if d > 0 else "p_less"])
+        reach = float(perm["reachable_greater" if d > 0 else "reachable_less"])
+        orders = int(perm["orders"])
+        how = (f"permutation p = {p:.3g} ({'all' if perm.get('exact') else 'seeded'} {orders} orders; "
+               f"the smallest p any order of these layers reaches: {reach:.3g})")
+        return p <= ALPHA, how
+    if _undetermined(null):
+        return None, "the null is not computable"
+    part_wise = rule.startswith("every_")  # other rules decide on the whole; their parts are shown beside it
+    mine = _labelled(est, params.get("at")) if part_wise else [("", est)]
+    theirs = dict(null.part_estimates()) if part_wise else {}
+    gaps = []
+    for label, e in mine:
+        n = theirs.get(label, null)
+        if _undetermined(e) or _undetermined(n):
+            return None, "not computable in some part"
+        (mlo, mhi), (nlo, nhi) = e.bounds(), n.bounds()
+        gaps.append((label, mlo - nhi, mhi - nlo))
+    apart = [(lo > NUMERIC_TOL) if d > 0 else (hi < -NUMERIC_TOL) for _, lo, hi in gaps]
+    if len(gaps) == 1:
+        _, lo, hi = gaps[0]
+        how = f"model minus null [{_fmt(lo)}, {_fmt(hi)}] {'excludes' if apart[0] else 'includes'} 0"
+    else:
+        how = f"model minus null apart from 0 in {sum(apart)} of {len(gaps)} parts"
+    return all(apart), how
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}"
+
+
 def decide(rule: str, params: Mapping[str, Any], est: Estimate, null: Estimate | None) -> tuple[str, str, str]:
-    """``(status, null status, test)``: the rule on the model's estimate; "not diagnostic" only when the
-    model meets the claim *and* the null meets it too. A model that fails the claim is "not supported"
-    whatever the null does: a failure where a structureless input passes is a refutation, not a
-    lack of diagnosticity."""
-    status, test = apply(rule, est, params)
-    if null is None:
-        return status, "", test
-    null_status, _ = apply(rule, null, params)
-    if status == SUPPORTED and null_status == SUPPORTED:
-        return NOT_DIAGNOSTIC, null_status, test
-    return status, null_status, test
+    """``(status, null status, test)`` against one null (:func:`decide_all`)."""
+    status, rows, test = decide_all(rule, params, est, [("null", null)])
+    return status, (rows[0].meets if rows else ""), test
 
 
 def decide_all(rule: str, params: Mapping[str, Any], est: Estimate, nulls: list[tuple[str, Estimate | None]]
-               ) -> tuple[str, list[tuple[str, Estimate, str]], str]:
-    """:func:`decide` against several nulls: ``(status, [(null name, null estimate, its status)], test)``.
-    A model that meets the claim is "not diagnostic" when any null meets it too."""
+               ) -> tuple[str, list[NullCheck], str]:
+    """The rule on the model's estimate, then a test of difference against each null: ``(status, checks, test)``.
+
+    A model that meets the claim is "supported" only where it differs from every null in the claim's direction
+    (:func:`differs_from`); where it cannot be told from some null it is "not diagnostic". A model that fails the
+    claim is "not supported" whatever the nulls do: a failure where a structureless input passes is a refutation.
+    A null that could not be computed decides nothing and says so."""
     status, test = apply(rule, est, params)
-    rows = [(name, n, apply(rule, n, params)[0]) for name, n in nulls if n is not None]
-    if status == SUPPORTED and any(s == SUPPORTED for _, _, s in rows):
+    rows = []
+    for name, n in nulls:
+        if n is None:
+            continue
+        differs, how = differs_from(rule, params, est, n)
+        rows.append(NullCheck(name, n, apply(rule, n, params)[0], differs, how))
+    if status == SUPPORTED and any(r.differs is False for r in rows):
         status = NOT_DIAGNOSTIC
     return status, rows, test

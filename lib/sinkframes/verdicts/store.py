@@ -30,6 +30,7 @@ class PageVerdicts:
     verdicts: list[Verdict]
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)  # n_sentences, dataset, seed
+    registry: dict[str, Any] = field(default_factory=dict)  # the registry version and fingerprint decided with
 
 
 def save(page: str, profile: str, verdicts: list[Verdict], directory: Path | None = None,
@@ -39,8 +40,10 @@ def save(page: str, profile: str, verdicts: list[Verdict], directory: Path | Non
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{page}.json"
     tmp = path.with_suffix(".json.tmp")
+    from ..paper.rule_log import stamp
+
     body = {"page": page, "profile": profile, "models": models or {}, "inputs": inputs or {},
-            "verdicts": [v.to_json() for v in verdicts]}
+            "registry": stamp(), "verdicts": [v.to_json() for v in verdicts]}
     tmp.write_text(json.dumps(body, indent=1, sort_keys=True, default=_plain) + "\n")
     os.replace(tmp, path)
     return path
@@ -64,7 +67,8 @@ def load_all(directory: Path | None = None, profile: str | None = None) -> dict[
                 continue
             out[str(raw["page"])] = PageVerdicts(str(raw["page"]), str(raw["profile"]),
                                                  [Verdict.from_json(v) for v in raw["verdicts"]],
-                                                 dict(raw.get("models", {})), dict(raw.get("inputs", {})))
+                                                 dict(raw.get("models", {})), dict(raw.get("inputs", {})),
+                                                 dict(raw.get("registry", {})))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path} is not a verdict file ({exc}); delete it and re-run its page") from exc
     return out

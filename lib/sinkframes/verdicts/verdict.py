@@ -39,7 +39,10 @@ class Estimate:
     a 95 % bootstrap interval over sentences, a range over layers, or none for a population value);
     ``undetermined`` marks an estimate the data cannot pin down (a rule then says inconclusive).
     ``parts`` holds, for a claim about every layer, region or threshold, one ``[label, value, low, high]``
-    per part, each with its own interval; the part-wise rules (``every_*``) decide on them.
+    per part, each with its own interval; the part-wise rules (``every_*``) decide on them. ``permutation`` holds,
+    for a permutation null, the one-sided p-values of the model's own value (``p_greater``, ``p_less``), the
+    smallest p any order could reach (``reachable_greater``, ``reachable_less``), the number of ``orders`` and
+    whether they were all enumerated (``exact``).
     """
 
     value: float | str
@@ -50,6 +53,7 @@ class Estimate:
     detail: str = ""
     undetermined: bool = False
     parts: list[list[Any]] = field(default_factory=list)
+    permutation: dict[str, float] = field(default_factory=dict)
 
     def part_estimates(self) -> list[tuple[str, Estimate]]:
         """``(label, Estimate)`` per part; NaN bounds leave a part undetermined."""
@@ -123,7 +127,15 @@ def null_text(v: Verdict) -> str:
     nulls = v.extra.get("nulls") or []
     if not nulls:
         return f"{v.null.text()} ({v.null_status})" if v.null is not None else ""
-    return "; ".join(f"{n['name']}: {Estimate(**n['estimate']).text()} ({n['status']})" for n in nulls)
+    return "; ".join(f"{n['name']}: {Estimate(**n['estimate']).text()} ({_null_said(n)})" for n in nulls)
+
+
+def _null_said(n: dict[str, Any]) -> str:
+    """What the rule and the difference test said of one null (older verdicts hold the rule's word only)."""
+    if "differs" not in n:
+        return str(n["status"])
+    word = {True: "differs", False: "not distinguishable", None: "not testable"}[n["differs"]]
+    return f"rule on the null: {n['status']}; the model {word}: {n['difference']}"
 
 
 def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
