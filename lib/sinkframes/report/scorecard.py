@@ -216,13 +216,26 @@ def findings(saved: dict[str, PageVerdicts], profile: str, manifest: Manifest | 
                 est = f" ({e.detail})" if e.undetermined and e.detail else (" (undetermined)" if e.undetermined
                                                                              else f" {e.text()}")
             cells.append(f"`{ref}` {BADGES.get(v.status, v.status)}{est}")
+        group = _group_badge([v for ref in models_of(saved) for v in
+                              [next((found[(i, ref, "holds")] for i in ids if (i, ref, "holds") in found), None)]
+                              if v is not None and v.status != NOT_EVALUATED])
         claim = by_id[ids[0]]
         link = f" ([evidence]({pages[claim.page]}#what-the-evidence-supports))" if claim.page in pages else ""
         said = "paper" if claim.source == PAPER else f"arXiv {claim.source}"
         printed = " / ".join(by_id[i].printed for i in ids)
-        body = "; ".join(cells) if cells else "no model of this profile is tested on it"
+        body = f"{group}: " + "; ".join(cells) if cells else "no model of this profile is tested on it"
         lines.append(f"- **{text}** ({said}: *{printed}*){link}: {body}.")
     return "\n".join(lines)
+
+
+def _group_badge(found: list[Verdict]) -> str:
+    """The verdict of the group a central claim is about, from its models' (``report.inference.family_lines``):
+    one status where they agree, mixed where they do not."""
+    statuses = {v.status for v in found}
+    if not statuses:
+        return "no verdict"
+    word = BADGES.get(next(iter(statuses)), "") if len(statuses) == 1 else "\u25d0 mixed"
+    return f"**{word}** for the group ({len(found)} model{'s' if len(found) > 1 else ''})"
 
 
 def summary(saved: dict[str, PageVerdicts], profile: str) -> str:
@@ -236,7 +249,8 @@ def summary(saved: dict[str, PageVerdicts], profile: str) -> str:
         f"why), {cc['no model here']} concern families without a model in the `{profile}` profile, and "
         f"{cc['tested here']} were tested on {models}. Of the {sum(holds.values())} (claim, model) pairs tested "
         f"with the corrected computation, {held} are supported, {against} are not, {not_diag} are not diagnostic "
-        "(a structureless null meets the claim too) and the rest are inconclusive or have no corrected measure."
+        "(they meet the claim but cannot be told from one of their nulls) and the rest are inconclusive or have no "
+        "corrected measure."
     )
 
 
