@@ -10,6 +10,7 @@ from sinkframes import paper
 from sinkframes.book.manifest import load_manifest
 from sinkframes.paper import CLAIMS, CLAIMS_BY_ID
 from sinkframes.verdicts import COMPARISONS, MEASURES, RULES, apply
+from sinkframes.verdicts.measures import registered
 from sinkframes.verdicts.verdict import Estimate
 
 #: claims per numbered part, counted from the paper's claim list (shared/reference/paper_claims.txt; each
@@ -104,7 +105,10 @@ def test_concentration_claims_compare_like_with_like():
     kinds = {c.id: c.measure for c in CLAIMS if "concentration" in c.quantity and c.testable}
     for cid, m in kinds.items():
         q = CLAIMS_BY_ID[cid].quantity
-        if "maximum" in q or "layer 25" in q:
+        printed_layer = "layer" in q + CLAIMS_BY_ID[cid].printed and "first" not in q and "layer 0" not in q
+        if ("maximum" in q or "layer 25" in q) and printed_layer:  # a printed layer is read at its relative depth
+            assert m.startswith("information.concentration_at_") and m in registered(), cid
+        elif "maximum" in q:
             assert m == "information.concentration_max", cid
         elif "layer 0" in q or "first-layer" in q:
             assert m == "information.concentration_first_layer", cid

@@ -349,6 +349,26 @@ def test_information_measures_on_hand_built_samples_have_known_answers():
     assert reg.parts[0][2] == pytest.approx(0.5) and reg.parts[0][3] == pytest.approx(0.5)
     mx = M.MEASURES["information.concentration_max"].fn(r, "corrected")
     assert mx.value == pytest.approx(0.8) and mx.high == pytest.approx(0.9) and "layer 1" in mx.detail
+    # a printed layer read at its depth: layer 0 of a 3-layer model is the only one near layer 0 of 28
+    first_of_28 = information.concentration_near((0, 0), 28)(r, "corrected")
+    assert first_of_28.value == pytest.approx(0.5) and "layers 0-0 of 3" in first_of_28.detail
+
+
+def test_a_printed_layer_is_read_at_its_relative_depth_within_the_window():
+    # layer 25 of 28 sits at depth 25/27 = 0.926; +-0.1 covers depths 0.826-1.0: layers 24-29 of a 30-layer model
+    assert information.layers_near((25, 25), 28, 30) == [24, 25, 26, 27, 28, 29]
+    # layer 21 of 28 (depth 0.778) in an 18-layer model: depths 0.678-0.878, layers 12-14 (12/17 = 0.706 ...)
+    assert information.layers_near((21, 21), 28, 18) == [12, 13, 14]
+    assert information.layers_near((23, 25), 28, 24) == [18, 19, 20, 21, 22, 23]
+
+
+def test_ratios_over_thresholds_combine_as_a_geometric_mean():
+    from sinkframes.analyses.spectral import _ratio_stat
+
+    # 6 layers: early 0-1, middle 2-3, late 4-5; middle / early is 2 at one threshold and 1/2 at the other
+    m = np.array([[1.0, 1.0, 2.0, 2.0, 1.0, 1.0], [2.0, 2.0, 1.0, 1.0, 2.0, 2.0]])  # [threshold, layer]
+    stat = _ratio_stat(6, lambda g: g["middle"] / g["early"])
+    assert stat(m) == pytest.approx(1.0)  # an arithmetic mean would read 1.25
 
 
 def test_llama_kl_claim_excludes_layer_zero_and_encoder_claim_is_the_first_layer():

@@ -462,6 +462,49 @@ def concentration_max(r: ModelResult, mode: Mode) -> Estimate | None:
     return Estimate(est.value, est.low, est.high, est.n, est.interval, where, est.undetermined)
 
 
+#: half-width, in relative depth (layer / (layers - 1)), of the window around a printed layer
+DEPTH_WINDOW = 0.1
+
+
+def layers_near(layer_range: tuple[int, int], of: int, n_layers: int, window: float = DEPTH_WINDOW) -> list[int]:
+    """This model's layers whose relative depth lies within ``window`` of the printed layers ``layer_range``
+    (first, last; 0-based) of a model with ``of`` layers: a printed layer read at its depth, not by its number."""
+    lo, hi = layer_range[0] / (of - 1) - window, layer_range[1] / (of - 1) + window
+    return [i for i in range(n_layers) if lo - 1e-9 <= i / max(1, n_layers - 1) <= hi + 1e-9]
+
+
+def concentration_near(layer_range: tuple[int, int], of: int) -> MeasureFn:
+    """The largest layer-mean concentration among the layers at the printed layers' relative depth
+    (:func:`layers_near`) with the corrected computation; the authors' computation (faithful) keeps their
+    maximum over the layers their notebook analyses, as the paper's number was made."""
+    def fn(r: ModelResult, mode: Mode) -> Estimate | None:
+        if mode == "faithful":
+            return concentration_max(r, mode)
+        x, layers = _mass(r, mode)
+        near = layers_near(layer_range, of, r.n_layers)
+        idx = [i for i, layer in enumerate(layers) if layer in near]
+        if not idx:
+            return Estimate(math.nan, math.nan, math.nan, undetermined=True,
+                            detail=f"no analysed layer at the depth of layer(s) {layer_range} of {of}")
+        est = boot(x[:, idx], lambda m: float(np.nanmax(m)), seed_of(r))
+        where = (f"largest layer mean over layers {near[0]}-{near[-1]} of {r.n_layers}, the relative depth of "
+                 f"layer{'s' if layer_range[0] != layer_range[1] else ''} "
+                 f"{'-'.join(str(v) for v in dict.fromkeys(layer_range))} of {of} +- {DEPTH_WINDOW:g}")
+        return Estimate(est.value, est.low, est.high, est.n, est.interval, where, est.undetermined)
+
+    return fn
+
+
+#: the printed layers of the concentration claims, with the layer count of the paper's model (App. E: Llama-3.2-3B,
+#: 28 layers; App. F: Qwen2.5-7B, 28; App. G: Mistral-7B, 32, and a Gemma model with at least 22 layers whose variant
+#: the paper does not name, read as gemma-7b's 28)
+PRINTED_CONCENTRATION_LAYERS = {"llama_layer25": ((25, 25), 28), "qwen_layers23_25": ((23, 25), 28),
+                                "gemma_layer21": ((21, 21), 28), "mistral_layer21": ((21, 21), 32)}
+for _name, (_span, _of) in PRINTED_CONCENTRATION_LAYERS.items():
+    MEASURES[f"information.concentration_at_{_name}"] = Measure(
+        f"information.concentration_at_{_name}", "information", concentration_near(_span, _of))
+
+
 @measure("information.concentration_first_layer", "information")
 def concentration_first_layer(r: ModelResult, mode: Mode) -> Estimate | None:
     x, _ = _mass(r, mode)

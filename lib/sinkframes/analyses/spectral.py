@@ -587,8 +587,9 @@ def centralization(r: ModelResult, mode: Mode) -> Estimate | None:
 def _ratio_stat(n_layers: int, combine: Callable[[dict[str, float]], float]
                 ) -> Callable[[np.ndarray], float]:
     """Statistic of ``[threshold, layer]`` means: ``combine`` of the region means at each threshold (a
-    ratio, so that every threshold weighs the same whatever its scale), averaged over the thresholds
-    where it is defined."""
+    ratio, so that every threshold weighs the same whatever its scale), combined over the thresholds where it is
+    defined by the geometric mean (the mean of the log-ratios): a ratio of 2 and one of 1/2 cancel, as they
+    should, where an arithmetic mean would read 1.25."""
     reg = stats.layer_regions(n_layers)
 
     def per_threshold(m: np.ndarray) -> np.ndarray:
@@ -605,8 +606,8 @@ def _ratio_stat(n_layers: int, combine: Callable[[dict[str, float]], float]
 
     def stat(m: np.ndarray) -> float:
         v = per_threshold(m)
-        v = v[np.isfinite(v)]
-        return float(v.mean()) if v.size else math.nan
+        v = v[np.isfinite(v) & (v > 0)]
+        return float(np.exp(np.log(v).mean())) if v.size else math.nan
 
     return stat
 
@@ -616,7 +617,7 @@ def _div(a: float, b: float) -> float:
 
 
 def _ratio_measure(name: str, metric: str, combine: Callable[[dict[str, float]], float], what: str) -> None:
-    """A region ratio of a graph metric per paper threshold, averaged over thresholds, with the layer-order
+    """A region ratio of a graph metric per paper threshold, its geometric mean over thresholds, with the layer-order
     null and one interval per threshold (so that a profile that reverses at some thresholds shows it)."""
     from ..metrics.graphs import PAPER_THRESHOLDS
 
@@ -635,7 +636,7 @@ def _ratio_measure(name: str, metric: str, combine: Callable[[dict[str, float]],
             v = float(e.value)
             if not math.isnan(v):
                 (above if v >= 1 else below).append(f"{t:g}")
-        detail = (f"{what}, mean over thresholds of the per-threshold ratio; ratio >= 1 at t = "
+        detail = (f"{what}, geometric mean over thresholds of the per-threshold ratio; ratio >= 1 at t = "
                   f"{', '.join(above) or 'none'}, < 1 at t = {', '.join(below) or 'none'}")
         return Estimate(est.value, est.low, est.high, est.n, est.interval, detail, est.undetermined, parts)
 

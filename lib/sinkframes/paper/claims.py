@@ -295,7 +295,8 @@ CLAIMS: tuple[Claim, ...] = (
        "U-shaped", _LAP, page="spectral_graphs", measure="spectral.lambda2_dip_ratio", rule="above",
        params={"threshold": 1.0},
        why=("min(early / middle, late / middle) above 1: a ratio per threshold, so that the lowest threshold's "
-            "larger values do not decide; averaged over the thresholds, each shown on its own"),
+            "larger values do not decide; their geometric mean over the thresholds (a mean of log-ratios, so "
+            "that 2 and 1/2 cancel), each threshold shown on its own"),
        null=DENSE_NULL),
     _C("5.3.kl_u", "5.3", "Sec. 5.3; App. H", "bidirectional", "KL reduction profile", "U-shaped", _KL,
        page="information_geometry", measure="information.kl_u_contrast", rule="above", params={"threshold": 0.0},
@@ -489,16 +490,17 @@ CLAIMS: tuple[Claim, ...] = (
            "interval", null=U_NULL, definition=CONCENTRATION_DEFINITION),
     _C("E.concentration_max", "E", "App. E", "llama", "reference-point concentration at layer 25",
        "96+ % in layer 25, for three models", _KL, page="information_geometry",
-       measure="information.concentration_max", rule="at_least", params={"share": 0.96 - PCT_TOL},
+       measure="information.concentration_at_llama_layer25", rule="at_least", params={"share": 0.96 - PCT_TOL},
        bare={"share": 0.96}, tolerance=PCT_WHY,
-       why="the largest layer mean at or above 96 %, the deepest layers of a shallower model standing in for "
-           "layer 25", null=U_NULL, definition=CONCENTRATION_DEFINITION),
+       why="the largest layer mean at or above 96 % among the layers at layer 25's relative depth (of the official "
+           "Llama's 28 layers, +-0.1 of depth), not the largest over all layers", null=U_NULL,
+       definition=CONCENTRATION_DEFINITION),
     _C("E.connectivity_peak", "E", "App. E, Table 10", "llama", "algebraic-connectivity peak in middle layers",
        "1.01x-1.61x", _LAP, page="spectral_graphs", measure="spectral.lambda2_peak_ratio", rule="within",
        params={"low": 1.005, "high": 1.615}, bare={"low": 1.01, "high": 1.61},
        tolerance="half the last printed digit, the paper's own precision",
-       why="min(middle / early, middle / late) of the layer-mean algebraic connectivity, per threshold and "
-           "averaged over the thresholds, within the printed range of ratios",
+       why="min(middle / early, middle / late) of the layer-mean algebraic connectivity, per threshold, "
+           "geometric mean over the thresholds, within the printed range of ratios",
        null=DENSE_NULL, definition="min(middle/early, middle/late) of layer-mean Fiedler values, per threshold"),
     _C("E.effective_thresholds", "E", "App. E, Table 10", "llama", "effective thresholds", "<= 0.05", _LAP,
        page="spectral_graphs", measure="spectral.largest_effective_threshold", rule="below",
@@ -545,8 +547,8 @@ CLAIMS: tuple[Claim, ...] = (
        page="spectral_graphs", measure="spectral.star_peak_ratio", rule="within",
        params={"low": 0.995, "high": 1.055}, bare={"low": 1.00, "high": 1.05},
        tolerance="half the last printed digit, the paper's own precision",
-       why="min(middle / early, middle / late) of the layer-mean star-likeness, per threshold and averaged, "
-           "within the printed range of ratios", null=DENSE_NULL),
+       why="min(middle / early, middle / late) of the layer-mean star-likeness, per threshold, geometric mean "
+           "over the thresholds, within the printed range of ratios", null=DENSE_NULL),
     _C("F.connectivity_peak", "F", "App. F", "qwen", "algebraic-connectivity peak at thresholds 0.1-0.2",
        "only at 0.1-0.2 (7B); 1.08-1.26x (3B)", _LAP, page="spectral_graphs",
        measure="spectral.lambda2_peak_ratio", rule="every_above", params={"threshold": 1.0, "at": ["0.1", "0.2"]},
@@ -555,8 +557,8 @@ CLAIMS: tuple[Claim, ...] = (
     _C("F.centralization_peak", "F", "App. F", "qwen", "degree-centralization peak in middle layers",
        "peaks in middle layers", _LAP, page="spectral_graphs", measure="spectral.centralization_peak_ratio",
        rule="above", params={"threshold": 1.0},
-       why="min(middle / early, middle / late) of the layer-mean centralization, per threshold and averaged, "
-           "above 1", null=DENSE_NULL),
+       why="min(middle / early, middle / late) of the layer-mean centralization, per threshold, geometric mean "
+           "over the thresholds, above 1", null=DENSE_NULL),
     _C("F.sign_flip", "F", "App. F, Table 17", "qwen", "Fiedler correlation changes sign", "near t = 0.05", _FIED,
        page="spectral_graphs", measure="spectral.flip_threshold", rule="flip_within",
        params={"low": 0.02, "high": 0.1}, why="near 0.05: between the neighbouring thresholds 0.02 and 0.1",
@@ -574,9 +576,11 @@ CLAIMS: tuple[Claim, ...] = (
        page="information_geometry", measure="information.kl_argmin_layer", rule="equals", params={"expected": 5},
        why="the printed layer", null=U_NULL, definition=KL_DEFINITION),
     _C("F.concentration", "F", "App. F, Table 18", "qwen", "maximum sink concentration (deep layers 23-25)",
-       "84-92 %", _KL, page="information_geometry", measure="information.concentration_max", rule="within",
-       params={"low": 0.84 - PCT_TOL, "high": 0.92 + PCT_TOL}, bare={"low": 0.84, "high": 0.92}, tolerance=PCT_WHY,
-       why="the largest layer mean within the printed range", null=U_NULL,
+       "84-92 %", _KL, page="information_geometry", measure="information.concentration_at_qwen_layers23_25",
+       rule="within", params={"low": 0.84 - PCT_TOL, "high": 0.92 + PCT_TOL}, bare={"low": 0.84, "high": 0.92},
+       tolerance=PCT_WHY,
+       why="the largest layer mean within the printed range, among the layers at the relative depth of layers 23-25 "
+           "of Qwen2.5-7B's 28 (+-0.1 of depth)", null=U_NULL,
        definition=CONCENTRATION_DEFINITION),
     _C("F.early_concentration", "F", "App. E", "qwen", "early-layer sink concentration", "39-48 %", _KL,
        page="information_geometry", measure="information.concentration_regions", rule="every_within",
@@ -617,8 +621,8 @@ CLAIMS: tuple[Claim, ...] = (
     _C("G.gemma_connectivity_falls", "G", "App. G, Table 22", "gemma", "algebraic connectivity, early -> late",
        "13.0545 -> 9.9455", _LAP, page="spectral_graphs", measure="spectral.lambda2_late_over_early", rule="below",
        params={"threshold": 1.0},
-       why="direction only: late / early below 1, a ratio per threshold averaged over the thresholds (the values "
-           "scale with n)", null=DENSE_NULL, definition=FIEDLER_DEFINITION),
+       why="direction only: late / early below 1, a ratio per threshold, geometric mean over the thresholds (the "
+           "values scale with n)", null=DENSE_NULL, definition=FIEDLER_DEFINITION),
     _C("G.mistral_corr_centralization", "G", "App. G, Table 24", "mistral",
        "r(connectivity, degree centralization) across layers", "-0.9405", _LAP, page="spectral_graphs",
        measure="spectral.r_fiedler_centralization_by_threshold", rule="every_below", params={"threshold": 0.0},
@@ -669,12 +673,16 @@ CLAIMS: tuple[Claim, ...] = (
        tolerance=PCT_WHY, why="as G.gemma_concentration", null=U_NULL,
        definition=CONCENTRATION_DEFINITION.replace("90th", "80th")),
     _C("G.gemma_concentration_max", "G", "App. G, Table 23", "gemma", "maximum sink concentration",
-       "91.57 % at layer 21", _KL, page="information_geometry", measure="information.concentration_max",
-       rule="within", **_pct(0.9157), why="the largest layer mean near the printed value", null=U_NULL,
+       "91.57 % at layer 21", _KL, page="information_geometry", measure="information.concentration_at_gemma_layer21",
+       rule="within", **_pct(0.9157),
+       why="the largest layer mean near the printed value among the layers at layer 21's relative depth (+-0.1), "
+           "the paper's unnamed Gemma read as gemma-7b's 28 layers", null=U_NULL,
        definition=CONCENTRATION_DEFINITION),
     _C("G.mistral_concentration_max", "G", "App. G, Table 23", "mistral", "maximum sink concentration",
-       "95.44 % at layer 21", _KL, page="information_geometry", measure="information.concentration_max",
-       rule="within", **_pct(0.9544), why="the largest layer mean near the printed value", null=U_NULL,
+       "95.44 % at layer 21", _KL, page="information_geometry",
+       measure="information.concentration_at_mistral_layer21", rule="within", **_pct(0.9544),
+       why="the largest layer mean near the printed value among the layers at layer 21's relative depth of "
+           "Mistral-7B's 32 (+-0.1)", null=U_NULL,
        definition=CONCENTRATION_DEFINITION),
     # --------------------------------------------------------------------------- H encoders
     _C("H.bert_betti1", "H", "App. H, Table 27", "bert", "Betti1 decrease with depth", "12.61 (from 15.40)", _TOPO,
@@ -707,8 +715,8 @@ CLAIMS: tuple[Claim, ...] = (
     _C("H.bert_connectivity", "H", "App. H, Table 28", "bert", "algebraic connectivity, early -> middle",
        "46.69 -> 23.79", _LAP, page="spectral_graphs", measure="spectral.lambda2_middle_over_early", rule="below",
        params={"threshold": 1.0},
-       why="direction only: middle / early below 1, a ratio per threshold averaged over the thresholds (the values "
-           "scale with n)", null=DENSE_NULL, definition=FIEDLER_DEFINITION),
+       why="direction only: middle / early below 1, a ratio per threshold, geometric mean over the thresholds (the "
+           "values scale with n)", null=DENSE_NULL, definition=FIEDLER_DEFINITION),
     _C("H.xlmr_connectivity", "H", "App. H, Table 28", "xlm-roberta", "algebraic connectivity, early -> middle",
        "38.27 -> 31.25", _LAP, page="spectral_graphs", measure="spectral.lambda2_middle_over_early", rule="below",
        params={"threshold": 1.0}, why="as H.bert_connectivity", null=DENSE_NULL, definition=FIEDLER_DEFINITION),
