@@ -53,6 +53,21 @@ def test_sink_location_finds_the_star_and_no_sink_in_uniform_attention():
         assert excess.abs().max() < 1e-6
 
 
+def test_two_keys_sharing_the_sink_within_round_off_read_as_a_tie_on_any_machine():
+    from sinkframes.metrics.positions import TIED
+
+    # an encoder whose first and last tokens split the attention exactly (identical hidden states): shares 0.4 / 0.4
+    recv = torch.tensor([[0.4, 0.05, 0.05, 0.05, 0.05, 0.4]])  # [layer, key]
+    for noise in (0.0, 1e-7, -1e-7):  # the round-off another CPU could add to either key
+        nudged = recv.clone()
+        nudged[0, 5] += noise
+        idx, excess = sink_location(nudged, causal=False)
+        assert idx.tolist() == [TIED] and excess.item() == pytest.approx(0.4 - 1 / 6, abs=1e-6)
+    # apart by more than the tolerance: the larger key is the sink
+    recv[0, 5] = 0.39
+    assert sink_location(recv, causal=False)[0].tolist() == [0]
+
+
 def test_residual_ratio_of_a_massive_first_token():
     h = torch.ones(3, 5, 4)
     h[1, 0] *= 50.0

@@ -31,7 +31,7 @@ import pandas as pd
 import torch
 
 from ..metrics.frames import FrameSummaryReducer
-from ..metrics.positions import sink_location
+from ..metrics.positions import TIED, sink_location
 from ..metrics.sinks import received_share
 from ..training.controlled import CHECKPOINT_DIR, RunSpec, load_checkpoint, load_index
 from ..training.sink_task import TASK, SinkTask
@@ -58,7 +58,7 @@ def probe(task: SinkTask = TASK) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _location(index: int, n: int) -> str:
-    return {-1: "none", 0: "first token", n - 1: "last token"}.get(index, "elsewhere")
+    return {-1: "none", TIED: "tied", 0: "first token", n - 1: "last token"}.get(index, "elsewhere")
 
 
 def measure_weights(w: torch.Tensor, causal: bool) -> dict[str, Any]:

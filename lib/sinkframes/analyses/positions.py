@@ -43,7 +43,7 @@ from ..metrics.frames import (
     layer_labels,
     model_frame,
 )
-from ..metrics.positions import PositionReducer
+from ..metrics.positions import TIED, PositionReducer, sink_location
 from ..models.loading import RANDOM_PREFIX
 from ..models.registry import hook_supports
 from ..probes import positions as probe
@@ -98,7 +98,9 @@ def arrays(summaries: list[dict[str, Any]], base: list[dict[str, Any]] | None = 
     out = {k: _head_mean(summaries, k) for k in ("first_share", "last_share", "first_concentration",
                                                   "reference_count", "sink_concentration")}
     out["first_share_heads"] = torch.stack([s["first_share"].float() for s in summaries]).numpy()  # [s, l, h]
-    out["sink_index"] = torch.stack([s["sink_index"] for s in summaries]).numpy()  # [sample, layer]
+    # each layer's sink from the kept received shares, ties read as ties (metrics.positions.sink_location)
+    out["sink_index"] = (torch.stack([sink_location(s["received"], bool(s["causal"]))[0] for s in summaries]).numpy()
+                         if summaries else np.zeros((0, 0), int))  # [sample, layer]
     # each layer's frame (the frame instrument) from the head-mean received shares the summaries keep
     read = [frames_of_excess(excess_from_received(s["received"], bool(s["causal"])), bool(s["causal"]))
             for s in summaries]
@@ -134,11 +136,13 @@ def sink_layers(base: dict[str, np.ndarray]) -> list[int]:
 
 def where_the_sink_is(a: dict[str, np.ndarray], layers: list[int]) -> dict[str, np.ndarray]:
     """Per sample, the share of ``layers`` whose sink is on physical position 0, else on the token carrying
-    position id 0, else on the original first token (after a prefix or a doubled token), else elsewhere, or
-    gone: exclusive, so the five ``[sample]`` shares sum to 1 (NaN without sink layers)."""
+    position id 0, else on the original first token (after a prefix or a doubled token), else elsewhere, shared
+    by two keys within round-off (``tied``), or gone: exclusive, so the six ``[sample]`` shares sum to 1 (NaN
+    without sink layers)."""
     if not layers:
         nan = np.full(a["sink_index"].shape[0], np.nan)
-        return {"physical 0": nan, "position id 0": nan, "original first": nan, "elsewhere": nan, "none": nan}
+        return {"physical 0": nan, "position id 0": nan, "original first": nan, "elsewhere": nan, "tied": nan,
+                "none": nan}
     idx = a["sink_index"][:, layers]  # [sample, sink layer]
     origin, first = a["origin"][:, None], a["first"][:, None]
     at0 = idx == 0
@@ -149,7 +153,8 @@ def where_the_sink_is(a: dict[str, np.ndarray], layers: list[int]) -> dict[str, 
         "position id 0": at_origin.mean(1),
         "original first": at_first.mean(1),
         "elsewhere": ((idx > 0) & ~at_origin & ~at_first).mean(1),
-        "none": (idx < 0).mean(1),
+        "tied": (idx == TIED).mean(1),
+        "none": (idx == -1).mean(1),
     }
 
 

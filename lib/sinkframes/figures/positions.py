@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..analyses.base import ModelResult
 
 WHERE_COLOURS = {"physical 0": "#1b7837", "position id 0": "#762a83", "original first": "#5aae61",
-                 "elsewhere": "#f1a340", "none": "#bdbdbd"}
+                 "elsewhere": "#f1a340", "tied": "#8c96c6", "none": "#bdbdbd"}
 
 
 def first_share_heatmaps(results: Sequence[ModelResult]) -> Figure:

@@ -23,6 +23,12 @@ from .sinks import SinkSummaryReducer, received_share
 
 SINK_MIN_EXCESS = 0.1
 SINK_MIN_SOURCES = 3
+#: two keys whose excess differs by less than this are tied: float round-off (about 1e-7 on a share) must not pick
+#: the sink, as it did where two tokens carry identical hidden states (an encoder's ``<s>`` and ``</s>`` from some
+#: layer on)
+TIE_TOLERANCE = 1e-4
+#: the sink index of a layer whose largest excess is shared by two keys or more (:data:`TIE_TOLERANCE`)
+TIED = -2
 
 
 def uniform_received(n: int, causal: bool, device: torch.device) -> torch.Tensor:
@@ -46,12 +52,15 @@ def sources(n: int, causal: bool, device: torch.device) -> torch.Tensor:
 def sink_location(recv: torch.Tensor, causal: bool, min_excess: float = SINK_MIN_EXCESS,
                   min_sources: int = SINK_MIN_SOURCES) -> tuple[torch.Tensor, torch.Tensor]:
     """``(index [layer], excess [layer])`` from the head-mean received share ``recv [layer, key]``: the key
-    with the largest excess over the uniform share (-1 where no key reaches ``min_excess``)."""
+    with the largest excess over the uniform share (-1 where no key reaches ``min_excess``; :data:`TIED` where
+    another key's excess is within :data:`TIE_TOLERANCE` of it, so that round-off never chooses between them)."""
     n = recv.shape[-1]
     excess = recv.float() - uniform_received(n, causal, recv.device)  # [layer, key]
     ok = (sources(n, causal, recv.device) >= min_sources) & torch.isfinite(excess)
     masked = torch.where(ok, excess, torch.full_like(excess, -math.inf))
     best, idx = masked.max(-1)
+    tied = (masked >= best.unsqueeze(-1) - TIE_TOLERANCE).sum(-1) > 1  # [layer]
+    idx = torch.where(tied, torch.full_like(idx, TIED), idx)
     idx = torch.where(best >= min_excess, idx, torch.full_like(idx, -1))
     return idx, torch.where(torch.isfinite(best), best, torch.full_like(best, math.nan))
 
