@@ -3,8 +3,9 @@
 An entry is two files: ``<digest>.pt`` (a ``torch.save`` payload of tensors, lists, strings and
 numbers) and ``<digest>.json`` (the key, the payload's sha256 and its size). Both are written
 atomically (temporary file + ``os.replace``), the payload first, so a reader never sees a key
-without its payload. On read the hash is checked: a truncated or corrupted entry is reported,
-deleted and recomputed, never trusted.
+without its payload. On read the hash is checked and the stored key compared with the one asked for: a
+truncated or corrupted entry, or one holding another key's result, is reported, deleted and recomputed, never
+trusted.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ def digest_of(key: dict[str, Any]) -> str:
     full = {"sinkframes_version": __version__, **key}
     blob = json.dumps(full, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()
+
+
+def _canonical(key: Any) -> str:
+    """A key as the JSON the entry records it in (so that a stored key compares equal to the one asked for)."""
+    return json.dumps(key, sort_keys=True, default=str)
 
 
 def texts_digest(texts: list[str]) -> str:
@@ -157,6 +163,8 @@ class Cache:
             raise CorruptCacheEntry(f"cache entry {meta.stem} has a key file of the wrong shape ({kind})")
         if hashlib.sha256(data).hexdigest() != info.get("sha256"):
             raise CorruptCacheEntry(f"cache entry {meta.stem} does not match its recorded hash")
+        if _canonical(info.get("key")) != _canonical(key):  # another key's files under this name
+            raise CorruptCacheEntry(f"cache entry {meta.stem} holds the result of another key than the one asked for")
         try:
             return torch.load(io.BytesIO(data), weights_only=True)
         except Exception as exc:  # noqa: BLE001 - any unpickling failure means a bad entry

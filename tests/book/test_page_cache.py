@@ -98,3 +98,41 @@ def test_a_page_that_failed_is_not_stored_and_leaves_no_verdicts(tmp_path, monke
     assert batch.build(profile="smoke", out_dir=str(tmp_path), html=False, manifest=SUB, reuse=True) == 1
     assert not (page_cache.PageCache().dir).exists() or not any(page_cache.PageCache().dir.iterdir())
     assert not (tmp_path / "verdicts").exists() and not list(tmp_path.glob(".*running*"))
+
+
+def _stored(tmp_path: Path) -> tuple[page_cache.PageCache, dict]:
+    template = tmp_path / "page.ipynb"
+    template.write_text("{}")
+    nb, verdict = tmp_path / "out.ipynb", tmp_path / "softmax_geometry.json"
+    nb.write_text('{"text": "looks **distributed**"}')
+    verdict.write_text('{"verdicts": []}')
+    cache, key = page_cache.PageCache(tmp_path / "cache"), _key(template, {})
+    cache.store(key, nb, [verdict])
+    return cache, key
+
+
+def test_a_stored_page_is_reused_only_while_its_files_are_the_ones_stored(tmp_path, capsys):
+    cache, key = _stored(tmp_path)
+    got = cache.load(key)
+    assert got is not None and b"distributed" in got.notebook and list(got.verdicts) == ["softmax_geometry.json"]
+    folder = cache.dir / page_cache.digest_of(key)
+    # an edited page (still valid JSON) is dropped, with a message naming it, and executed again
+    (folder / "page.ipynb").write_text('{"text": "looks **centralized**"}')
+    assert cache.load(key) is None and not folder.exists()
+    assert f"dropped the stored copy {folder}" in capsys.readouterr().err
+    # a lost verdict file: the same
+    cache, key = _stored(tmp_path)
+    (folder / "verdicts" / "softmax_geometry.json").unlink()
+    assert cache.load(key) is None and not folder.exists()
+    # a truncated page: the same, and the next store works again
+    cache, key = _stored(tmp_path)
+    (folder / "page.ipynb").write_bytes((folder / "page.ipynb").read_bytes()[:5])
+    assert cache.load(key) is None
+    cache, key = _stored(tmp_path)
+    assert cache.load(key) is not None
+
+
+def test_a_second_build_into_the_same_folder_is_refused_while_the_first_runs(tmp_path, capsys):
+    with batch.build_lock(tmp_path):
+        assert batch.build(profile="smoke", out_dir=str(tmp_path), html=False, manifest=SUB) == 1
+    assert "another build is writing into" in capsys.readouterr().err

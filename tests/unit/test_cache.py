@@ -56,6 +56,22 @@ def test_a_key_file_of_the_wrong_shape_is_a_corrupt_entry_and_is_recomputed(tmp_
     assert c.load({"k": 1}) == [2]
 
 
+def test_an_entry_holding_another_keys_result_is_never_served(tmp_path):
+    # the files of the n = 5 entry copied over the n = 10 entry's names: valid hash, wrong key
+    c = Cache(tmp_path, "t")
+    five, ten = {"n": 5, "tuple": (1, 2)}, {"n": 10, "tuple": (1, 2)}
+    c.store(five, [5])
+    c.store(ten, [10])
+    assert c.load(ten) == [10]  # a key with a tuple reads back equal to itself
+    for suffix in (".pt", ".json"):
+        src, dst = (c.dir / f"{digest_of(k)}{suffix}" for k in (five, ten))
+        dst.write_bytes(src.read_bytes())
+    with pytest.raises(CorruptCacheEntry, match="another key"):
+        c.load(ten)
+    with pytest.warns(RuntimeWarning, match="another key"):
+        assert c.get_or_compute(ten, lambda: [10]) == ([10], False)
+
+
 # ---------------------------------------------------------------------------------------------
 # cache_key: every input that changes a result
 

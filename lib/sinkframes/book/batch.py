@@ -63,6 +63,33 @@ def remove_leftovers(root: Path, out: Path | None = None, stale_after_s: float =
     return removed
 
 
+class BuildRunning(RuntimeError):
+    """Another build holds the lock of the folder this one would write into."""
+
+
+@contextmanager
+def build_lock(folder: Path) -> Iterator[None]:
+    """Hold ``<folder>/.build.lock`` for a whole build, so that two builds never write pages and verdicts into one
+    folder at once (one of them would lose a page's verdicts); raise :class:`BuildRunning` when another build
+    holds it. Without ``fcntl`` (Windows) no lock is taken."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".build.lock", "a+b") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise BuildRunning(f"another build is writing into {folder}; wait for it to finish, or write this one "
+                               "elsewhere with --out") from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def build_html(root: Path) -> int:
     """``jupyter-book build . -W -n --keep-going`` (never executes notebooks; see _config.yml), with
     MathJax served from the built site (fetched once, see ``book.assets``)."""
@@ -132,6 +159,18 @@ def build(
     if failures:  # nothing runs: every page's parameters are checked before any model loads
         _report(failures, len(chosen))
         return 1
+    try:
+        with build_lock(out or root):
+            return _build_locked(chosen, profile, root, out, html, jobs, executor, ray_address, reuse)
+    except BuildRunning as exc:
+        print(f"[sinkframes] {exc}", file=sys.stderr)
+        return 1
+
+
+def _build_locked(chosen: list[Page], profile: str, root: Path, out: Path | None, html: bool, jobs: int,
+                  executor: str, ray_address: str | None, reuse: bool) -> int:
+    """:func:`build` once its folder is locked and its parameters are checked."""
+    failures: list[executors.Failure] = []
     remove_leftovers(root, out)
     numbered = list(enumerate(chosen, 1))
     first = [(k, page) for k, page in numbered if not page.run_last]

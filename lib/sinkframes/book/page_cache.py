@@ -19,6 +19,8 @@ import functools
 import hashlib
 import json
 import platform
+import shutil
+import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -27,8 +29,8 @@ from typing import Any
 from ..cache import atomic_write_bytes, digest_of
 from ..config import cache_root
 
-#: bump when what a stored page holds changes
-PAGE_CACHE_VERSION = 1
+#: bump when what a stored page holds changes (2: each file's sha256 is kept and checked)
+PAGE_CACHE_VERSION = 2
 
 
 def _file_digest(path: Path) -> str:
@@ -104,8 +106,8 @@ class StoredPage:
 
 
 class PageCache:
-    """``<cache root>/pages/<digest>/``: ``page.ipynb`` and ``verdicts/<name>.json``, complete only once
-    ``key.json`` is written (last)."""
+    """``<cache root>/pages/<digest>/``: ``page.ipynb``, ``verdicts/<name>.json`` and ``hashes.json`` (their
+    sha256), complete only once ``key.json`` is written (last)."""
 
     def __init__(self, root: Path | None = None) -> None:
         self.dir = (Path(root) if root is not None else cache_root()) / "pages"
@@ -114,25 +116,49 @@ class PageCache:
         return self.dir / digest_of(key)
 
     def load(self, key: dict[str, Any]) -> StoredPage | None:
-        """The stored page for ``key``, or ``None`` (absent, or incomplete)."""
+        """The stored page for ``key``, or ``None``: absent, incomplete, or not what was stored (its files'
+        sha256 are checked against ``hashes.json``; a damaged or edited entry is dropped, with a message naming
+        it, and the page is executed again)."""
         folder = self._folder(key)
         try:
             if json.loads((folder / "key.json").read_text()) != json.loads(json.dumps(key, default=str)):
                 return None
-            verdicts = {p.name: p.read_bytes() for p in sorted((folder / "verdicts").glob("*.json"))}
-            return StoredPage((folder / "page.ipynb").read_bytes(), verdicts)
         except (OSError, ValueError):
             return None
+        try:
+            hashes = json.loads((folder / "hashes.json").read_text())
+            notebook = (folder / "page.ipynb").read_bytes()
+            verdicts = {p.name: p.read_bytes() for p in sorted((folder / "verdicts").glob("*.json"))}
+            found = {"page.ipynb": _digest(notebook), **{f"verdicts/{k}": _digest(v) for k, v in verdicts.items()}}
+            if found != hashes:
+                raise ValueError("its files differ from the ones stored (edited, truncated or missing)")
+        except (OSError, ValueError) as exc:
+            print(f"[sinkframes] dropped the stored copy {folder} of page {key.get('page')}: {exc}; "
+                  "the page is executed again", file=sys.stderr, flush=True)
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        return StoredPage(notebook, verdicts)
 
     def store(self, key: dict[str, Any], notebook: Path, verdicts: list[Path]) -> None:
-        """Keep ``notebook`` and ``verdicts`` under ``key`` (a read-only or full disk only skips storing)."""
+        """Keep ``notebook`` and ``verdicts`` under ``key``, with the sha256 of each file (a read-only or full
+        disk only skips storing)."""
         folder = self._folder(key)
         try:
-            atomic_write_bytes(folder / "page.ipynb", notebook.read_bytes())
+            (folder / "key.json").unlink(missing_ok=True)  # incomplete until written again, last
+            data = notebook.read_bytes()
+            atomic_write_bytes(folder / "page.ipynb", data)
+            hashes = {"page.ipynb": _digest(data)}
             for old in (folder / "verdicts").glob("*.json"):
                 old.unlink()
             for v in verdicts:
-                atomic_write_bytes(folder / "verdicts" / v.name, v.read_bytes())
+                body = v.read_bytes()
+                atomic_write_bytes(folder / "verdicts" / v.name, body)
+                hashes[f"verdicts/{v.name}"] = _digest(body)
+            atomic_write_bytes(folder / "hashes.json", json.dumps(hashes, sort_keys=True).encode())
             atomic_write_bytes(folder / "key.json", json.dumps(key, sort_keys=True, default=str).encode())
         except OSError:
             return
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
