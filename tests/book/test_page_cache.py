@@ -136,3 +136,24 @@ def test_a_second_build_into_the_same_folder_is_refused_while_the_first_runs(tmp
     with batch.build_lock(tmp_path):
         assert batch.build(profile="smoke", out_dir=str(tmp_path), html=False, manifest=SUB) == 1
     assert "another build is writing into" in capsys.readouterr().err
+
+
+def test_a_parameter_name_the_template_does_not_declare_is_refused_before_any_kernel(tmp_path, monkeypatch, capsys):
+    import dataclasses
+
+    import papermill
+
+    from sinkframes.book.params import unknown_parameters
+
+    monkeypatch.setattr(papermill, "execute_notebook", _no_kernel)
+    evil = "import os; os.system('touch pwned'); x"
+    page = dataclasses.replace(PAGE, parameters={"smoke": {**PAGE.parameters["smoke"], evil: 1}})
+    m = manifest.Manifest(root=M.root, back_matter=M.back_matter, pages=[page])
+    assert batch.build(profile="smoke", out_dir=str(tmp_path), html=False, manifest=m) == 1
+    err = capsys.readouterr().err
+    assert "unknown parameter" in err and "written into the page as code" in err
+    assert not (tmp_path / "pwned").exists() and not (ROOT / "pwned").exists()
+    # every page of the manifest passes the check under every profile it lists
+    for p in M.pages:
+        for profile in p.parameters:
+            assert unknown_parameters(p.params_for(profile), ROOT / p.template) == [], (p.id, profile)

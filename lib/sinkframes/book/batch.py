@@ -23,7 +23,7 @@ from ..extraction.shared import ENV as SHARED_ENV
 from . import executors
 from .execute import restorable, run_one
 from .manifest import OPTIONAL_PROFILES, Manifest, Page, load_manifest, repo_root
-from .params import parameter_problems
+from .params import parameter_problems, unknown_parameters
 
 #: leftovers older than this are from a killed run, not from one still going
 STALE_AFTER_S = 3600.0
@@ -154,8 +154,9 @@ def build(
     os.environ.setdefault(CACHE_ENV, str(root / ".cache" / "sinkframes"))
     chosen = _choose(manifest or load_manifest(), pages, profile)
     out = Path(out_dir).resolve() if out_dir else None
-    failures = [(page.id, f"ParameterError: {'; '.join(problems)}")
-                for page in chosen if (problems := parameter_problems(page.params_for(profile)))]
+    failures = [(page.id, f"ParameterError: {'; '.join(problems)}") for page in chosen
+                if (problems := unknown_parameters(page.params_for(profile), root / page.template)
+                    + parameter_problems(page.params_for(profile)))]
     if failures:  # nothing runs: every page's parameters are checked before any model loads
         _report(failures, len(chosen))
         return 1

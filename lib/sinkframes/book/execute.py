@@ -166,6 +166,11 @@ def _execute(page: Page, profile: str, root: Path, out: Path) -> None:
     """papermill on ``page``'s template into ``out``, its kernel started again once if it never started."""
     import papermill as pm
 
+    from .params import ParameterError, unknown_parameters
+
+    unknown = unknown_parameters(page.params_for(profile), root / page.template)
+    if unknown:  # checked again here: every way of running a page passes through this call
+        raise ParameterError(f"page {page.id}: " + "; ".join(unknown))
     for attempt in range(KERNEL_START_ATTEMPTS):
         try:
             pm.execute_notebook(
