@@ -141,6 +141,19 @@ def test_long_running_pages_start_first_and_the_rest_keep_the_manifest_order():
     assert longest == ["information_geometry", "emergence", "position_interventions"]
 
 
+def test_pages_start_longest_first_by_the_time_they_last_took(tmp_path, monkeypatch):
+    monkeypatch.setenv("SINKFRAMES_CACHE", str(tmp_path))
+    numbered = list(enumerate([_page("a"), _page("b"), _page("c"), _page("d")], 1))
+    numbered[0][1].long_running = True
+    plan.record_duration("b", "offline", 30.0)
+    plan.record_duration("c", "offline", 900.0)
+    plan.record_duration("c", "smoke", 1.0)
+    # a never-timed long page first, then the timed ones by their time, then the never-timed rest
+    assert [page.id for _, page in plan.start_order(numbered, "offline")] == ["a", "c", "b", "d"]
+    assert plan.measured_durations("smoke") == {"c": 1.0}
+    assert [page.id for _, page in plan.start_order(numbered)] == ["a", "b", "c", "d"]  # no profile: the flag
+
+
 def test_the_plan_reads_the_values_the_template_sets(tmp_path):
     """A value the manifest leaves out comes from the template's ``parameters`` cell, else from ``page.setup``'s
     and ``RunOptions``' defaults: the plan keeps no copy of them."""

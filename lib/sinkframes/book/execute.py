@@ -27,6 +27,7 @@ from .alt_text import set_alt_texts
 from .install import pinned_ref, repository, set_install_cell
 from .manifest import Page, repo_root, toc_title
 from .params import merge_parameters
+from .plan import record_duration
 
 #: kernel starts tried per page: two kernels started at once by parallel workers can pick the same free port
 KERNEL_START_ATTEMPTS = 2
@@ -265,7 +266,9 @@ def run_one(k: int, n: int, page: Page, profile: str, root: Path, out: Path | No
                 print(f"[sinkframes] [{k}/{n}] {page.id}: reused, its inputs are unchanged -> {target}", flush=True)
                 return None
         path = run_page(page, profile, root, out)
-        print(f"[sinkframes] [{k}/{n}] {page.id}: ok in {time.time() - t0:.0f} s -> {path}", flush=True)
+        took = time.time() - t0
+        record_duration(page.id, profile, took)  # the next build starts the longest pages first
+        print(f"[sinkframes] [{k}/{n}] {page.id}: ok in {took:.0f} s -> {path}", flush=True)
         return None
     except Exception as exc:  # noqa: BLE001 - every failure is collected and reported
         print(f"[sinkframes] [{k}/{n}] {page.id}: FAILED after {time.time() - t0:.0f} s", flush=True)

@@ -130,7 +130,8 @@ def run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root:
     workers = min(jobs, len(numbered))
     print(f"[sinkframes] {len(numbered)} pages in {workers} worker processes", flush=True)
     with _pool(workers, workers, n_gpus) as pool:
-        futures = [pool.submit(run_one, k, n, page, profile, root, out, reuse) for k, page in start_order(numbered)]
+        futures = [pool.submit(run_one, k, n, page, profile, root, out, reuse)
+                   for k, page in start_order(numbered, profile)]
         return [f for fut in futures if (f := fut.result())]
 
 
@@ -159,7 +160,8 @@ def run_on_ray(numbered: list[tuple[int, Page]], n: int, profile: str, root: Pat
         gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
         task: Any = ray.remote(num_cpus=1, num_gpus=gpus)(run_one)  # Ray's typing stops at five arguments
         print(f"[sinkframes] {len(numbered)} pages as Ray tasks ({'one GPU each' if gpus else 'CPU'})", flush=True)
-        results = ray.get([task.remote(k, n, page, profile, root, out, reuse) for k, page in start_order(numbered)])
+        results = ray.get([task.remote(k, n, page, profile, root, out, reuse)
+                           for k, page in start_order(numbered, profile)])
         return [f for f in results if f]
     finally:
         if started:

@@ -42,21 +42,12 @@ def _assignments(source: str) -> dict[str, tuple[str, Any]]:
     return out
 
 
-def template_parameters(template: Path) -> set[str]:
-    """The names a template's ``parameters`` cell assigns: the only parameters a page accepts."""
-    nb = json.loads(Path(template).read_text())
-    cells = [c for c in nb.get("cells", []) if "parameters" in c.get("metadata", {}).get("tags", [])]
-    names: set[str] = set()
-    for c in cells:
-        source = c["source"] if isinstance(c["source"], str) else "".join(c["source"])
-        names |= set(_assignments(source))
-    return names
-
-
 def unknown_parameters(params: dict[str, Any], template: Path) -> list[str]:
     """A problem per parameter name the template does not declare. papermill writes each name into the page as
     code, so a name is accepted only when it is one of the template's own (never an expression)."""
-    known = template_parameters(template)
+    from .plan import template_parameters  # the template's parameters cell, read once
+
+    known = set(template_parameters(Path(template)))
     return [f"unknown parameter {name!r} (not a name the template {Path(template).name} declares; parameters are "
             f"written into the page as code, so only these are accepted: {', '.join(sorted(known))})"
             for name in params if not (isinstance(name, str) and name.isidentifier() and name in known)]

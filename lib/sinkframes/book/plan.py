@@ -7,6 +7,7 @@ Nothing here runs a model or a kernel; :mod:`book.executors` carries the plan ou
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import asdict
 from functools import cache
 from pathlib import Path
@@ -30,12 +31,62 @@ ATTENTION_SETTINGS = ("dataset", "csv_path", "seed", "max_length", "bos_policy",
 Task = tuple[str, bool, "tuple[int, dict[str, Any]] | None"]
 
 
-def start_order(numbered: list[tuple[int, Page]]) -> list[tuple[int, Page]]:
-    """The order pages are handed to the workers: the ``long_running`` ones first, each group in manifest order.
+#: the file, in the page cache's folder, that keeps each page's last execution time per profile
+DURATIONS = "durations.json"
 
-    Started in manifest order, the longest page (chapter 5) began in the middle of the build and ran alone at
-    its end while the other worker idled; started first, it runs beside the others."""
-    return sorted(numbered, key=lambda item: not item[1].long_running)
+
+def _durations_file() -> Path:
+    from ..config import cache_root
+
+    return cache_root() / "pages" / DURATIONS
+
+
+def measured_durations(profile: str) -> dict[str, float]:
+    """``page id -> seconds`` its last execution under ``profile`` took (empty when none was recorded)."""
+    import json
+
+    try:
+        return {k: float(v) for k, v in json.loads(_durations_file().read_text()).get(profile, {}).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def record_duration(page_id: str, profile: str, seconds: float) -> None:
+    """Keep how long ``page_id`` took to execute under ``profile`` (workers write one at a time; a read-only or
+    full disk only skips it)."""
+    import json
+
+    from ..cache import atomic_write_bytes, file_lock
+
+    path = _durations_file()
+    try:
+        with file_lock(path.with_suffix(".lock")):
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError):
+                data = {}
+            data.setdefault(profile, {})[page_id] = round(float(seconds), 1)
+            atomic_write_bytes(path, json.dumps(data, sort_keys=True, indent=1).encode())
+    except OSError:
+        return
+
+
+def start_order(numbered: list[tuple[int, Page]], profile: str | None = None) -> list[tuple[int, Page]]:
+    """The order pages are handed to the workers: longest first, by the time each page took when it last ran
+    under ``profile`` (:func:`record_duration`); a page never timed goes by its ``long_running`` flag (first) and
+    otherwise after the timed ones, each group in manifest order.
+
+    Started in manifest order, the longest page began in the middle of the build and ran alone at its end while
+    the other worker idled; started first, it runs beside the others."""
+    took = measured_durations(profile) if profile else {}
+
+    def cost(item: tuple[int, Page]) -> float:
+        page = item[1]
+        if page.id in took:
+            return took[page.id]
+        return math.inf if page.long_running else -1.0
+
+    return sorted(numbered, key=lambda item: -cost(item))
 
 
 @cache
