@@ -31,6 +31,7 @@ def _worker_init(counter: Any, jobs: int, n_gpus: int) -> None:
     from ..threads import ENV as THREADS_ENV
     from ..threads import requested
 
+    _die_with_parent()
     with counter.get_lock():
         index = counter.value
         counter.value += 1
@@ -40,6 +41,30 @@ def _worker_init(counter: Any, jobs: int, n_gpus: int) -> None:
     os.environ["OMP_NUM_THREADS"] = os.environ[THREADS_ENV]
     if n_gpus > 1:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(index % n_gpus)
+
+
+#: prctl option: the signal the kernel sends a process when its parent dies (Linux)
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Make this worker stop when the build that started it stops: on Linux the kernel sends it SIGTERM when the
+    build process dies (killed by TERM or KILL: no worker goes on writing pages for a build that is gone), and
+    SIGTERM becomes ``SystemExit``, so that the page being executed shuts its kernel down on the way out."""
+    import signal
+    import sys
+
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        except (OSError, AttributeError):
+            pass
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if os.getppid() != parent:  # the build died before the request took effect
+        sys.exit(1)
 
 
 def _pool(workers: int, jobs: int, n_gpus: int = 0) -> ProcessPoolExecutor:
@@ -129,10 +154,19 @@ def run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root:
     n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     workers = min(jobs, len(numbered))
     print(f"[sinkframes] {len(numbered)} pages in {workers} worker processes", flush=True)
-    with _pool(workers, workers, n_gpus) as pool:
+    pool = _pool(workers, workers, n_gpus)
+    try:
         futures = [pool.submit(run_one, k, n, page, profile, root, out, reuse)
                    for k, page in start_order(numbered, profile)]
         return [f for fut in futures if (f := fut.result())]
+    except KeyboardInterrupt:
+        print("[sinkframes] interrupted: the queued pages are dropped and the workers stop with this process; the "
+              "pages already written are kept, and the next `make book` continues from the cached results",
+              flush=True)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise SystemExit(130) from None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def run_on_ray(numbered: list[tuple[int, Page]], n: int, profile: str, root: Path, out: Path | None,
