@@ -56,12 +56,11 @@ def _die_with_parent() -> None:
 
     parent = os.getppid()
     if sys.platform.startswith("linux"):
+        import contextlib
         import ctypes
 
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        except (OSError, AttributeError):
-            pass
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if os.getppid() != parent:  # the build died before the request took effect
         sys.exit(1)
