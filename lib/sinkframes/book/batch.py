@@ -172,6 +172,7 @@ def _build_locked(chosen: list[Page], profile: str, root: Path, out: Path | None
                   executor: str, ray_address: str | None, reuse: bool) -> int:
     """:func:`build` once its folder is locked and its parameters are checked."""
     failures: list[executors.Failure] = []
+    t0 = time.time()
     remove_leftovers(root, out)
     numbered = list(enumerate(chosen, 1))
     first = [(k, page) for k, page in numbered if not page.run_last]
@@ -190,11 +191,15 @@ def _build_locked(chosen: list[Page], profile: str, root: Path, out: Path | None
     if failures:
         _report(failures, len(chosen))
         status = 1
+    where = out or root / "book"
     if html and out is None:
         rc = build_html(root)
         if rc != 0:
             print(f"[sinkframes] jupyter-book build failed (exit {rc})", file=sys.stderr)
             status = status or rc
         else:
-            print(f"[sinkframes] HTML: {root / '_build' / 'html' / 'index.html'}")
+            where = root / "_build" / "html" / "index.html"
+            print(f"[sinkframes] HTML: {where}")
+    print(f"[sinkframes] done in {(time.time() - t0) / 60:.1f} min: {n} pages, {len(failures)} failed; "
+          f"open {where}", flush=True)
     return status

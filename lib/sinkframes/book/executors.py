@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from concurrent.futures import ProcessPoolExecutor
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -130,11 +131,17 @@ def prepare_models_and_attention(pages: list[Page], profile: str, jobs: int) -> 
     if plan:
         print(f"[sinkframes] computing the attention the pages share: "
               f"{', '.join(f'{m} ({n} sentences)' for m, n, _ in plan)}", flush=True)
+    t0 = time.time()
     with _pool(min(jobs, len(tasks)), jobs) as pool:
-        futures = [pool.submit(_prepare_one, *task) for task in tasks]
-        for (model, _, _), fut in zip(tasks, futures, strict=True):
-            if (problem := fut.result()):
-                print(f"[sinkframes] {model}: {problem}", flush=True)
+        futures = {pool.submit(_prepare_one, *task): task for task in tasks}
+        for done, fut in enumerate(as_completed(futures), 1):
+            model, convert, fill = futures[fut]
+            ready = ["fp32 copy ready" if convert else "", f"attention on {fill[0]} sentences ready" if fill else ""]
+            what = " and ".join(x for x in ready if x)
+            problem = fut.result()
+            said = f"FAILED ({problem})" if problem else what
+            print(f"[sinkframes] preparation {done}/{len(tasks)}: {model} {said} "
+                  f"({time.time() - t0:.0f} s since the preparation started)", flush=True)
     return bool(plan)
 
 
@@ -157,7 +164,15 @@ def run_in_workers(numbered: list[tuple[int, Page]], n: int, profile: str, root:
     try:
         futures = [pool.submit(run_one, k, n, page, profile, root, out, reuse)
                    for k, page in start_order(numbered, profile)]
-        return [f for fut in futures if (f := fut.result())]
+        failures = []
+        t0 = time.time()
+        for done, fut in enumerate(as_completed(futures), 1):
+            if (f := fut.result()):
+                failures.append(f)
+            left = len(futures) - done
+            print(f"[sinkframes] {done} of {len(futures)} pages done, {left} to go "
+                  f"({time.time() - t0:.0f} s since the pages started)", flush=True)
+        return failures
     except KeyboardInterrupt:
         print("[sinkframes] interrupted: the queued pages are dropped and the workers stop with this process; the "
               "pages already written are kept, and the next `make book` continues from the cached results",
