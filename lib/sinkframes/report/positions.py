@@ -34,6 +34,8 @@ def model_findings(results: Sequence[ModelResult]) -> str:
             text += (f". With the ids shuffled, the sink of its {len(r.data['sink_layers'])} sink layers stays on "
                      f"physical position 0 in {_pct(w['physical 0'])} of cases and moves to the id-0 token in "
                      f"{_pct(w['position id 0'])}")
+            if w.get("tied", 0) and w["tied"] > 0:
+                text += f"; in {_pct(w['tied'])} two keys share it within round-off (a tie, counted as neither)"
         elif not r.data["sink_layers"]:
             text += (". No layer has its unmodified sink on position 0 in half the sentences, so where it goes is "
                      "not read")
