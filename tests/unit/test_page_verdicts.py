@@ -95,7 +95,7 @@ def test_the_result_box_is_written_from_the_verdicts():
         f"- **Holds?** (the corrected computation; 2 claims on 2 models) *supported*: {_link('5.4.entropy')} "
         f"(1 of 2); *not supported*: {_link('1.bos_share')} (both); *not diagnostic* on 1 claim.",
         f"- **Reproduced?** (the authors' computation; 1 claim on 1 model) *supported*: {_link('1.bos_share')}.",
-        f"- **Strongest refutation**: {_link('1.bos_share')} (share of attention on the beginning-of-sequence token; "
+        f"- **Refuted on the most models**: {_link('1.bos_share')} (share of attention on the beginning-of-sequence token; "
         "paper: *30-40 %*) is not supported on both models by the corrected computation; rule: within [0.3, 0.4]; "
         "ours on `a` (holds?): 0.53 [0.52, 0.54].",
         ":::",
@@ -118,7 +118,7 @@ def test_the_strongest_refutation_prefers_the_larger_share_then_both_computation
         V.Verdict("5.4.magnitude", "a", "reproduced", V.NOT_SUPPORTED, E(-1.0, -2.0, -0.5)),
     ]
     line = pv.strongest_refutation(found)
-    assert line.startswith(f"**Strongest refutation**: {_link('5.4.magnitude')}")
+    assert line.startswith(f"**Refuted on the most models**: {_link('5.4.magnitude')}")
     assert "is not supported on its only model by both computations; rule: above 0" in line
     assert pv.strongest_refutation(found[1:2]) == ""
 

@@ -228,14 +228,14 @@ def strongest_refutation(found: Sequence[Verdict]) -> str:
     first = next(v for q in ("holds", "reproduced") for v in found
                  if v.claim == cid and v.question == q and v.status == NOT_SUPPORTED)
     ours = f"; ours on `{first.model}` ({first.question}?): {estimate_text(first.estimate)}" if first.estimate else ""
-    return (f"**Strongest refutation**: {claim_link(cid)} ({html.escape(claim.quantity)}; {_said(claim)}: "
+    return (f"**Refuted on the most models**: {claim_link(cid)} ({html.escape(claim.quantity)}; {_said(claim)}: "
             f"*{html.escape(claim.printed)}*) is not supported on {where}; rule: "
             f"{claim_rule_text(claim)}{ours}.")
 
 
 def result_box(found: Sequence[Verdict], empty: str = NO_VERDICTS, title: str = BOX_TITLE) -> str:
     """The page's result box as MyST Markdown: an admonition of at most three bullets written from ``found``
-    (the claims supported and refuted on each question, then the strongest refutation), or ``empty`` when
+    (the claims supported and refuted on each question, then the claim refuted on the most models), or ``empty`` when
     the page decided no claim. Render it from a cell whose ``mystnb.markdown_format`` is ``myst``."""
     lines = [question_line(found, "holds"), question_line(found, "reproduced"), strongest_refutation(found)]
     if found and not any(v.status == NOT_SUPPORTED for v in found):
