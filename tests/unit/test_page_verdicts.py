@@ -96,8 +96,8 @@ def test_the_result_box_is_written_from_the_verdicts():
         f"(1 of 2); *not supported*: {_link('1.bos_share')} (both); *not diagnostic* on 1 claim.",
         f"- **Reproduced?** (the authors' computation; 1 claim on 1 model) *supported*: {_link('1.bos_share')}.",
         f"- **Refuted on the most models**: {_link('1.bos_share')} (share of attention on the beginning-of-sequence "
-        "token; paper: *30-40 %*) is not supported on both models by the corrected computation; rule: within [0.3, 0.4]; "
-        "ours on `a` (holds?): 0.53 [0.52, 0.54].",
+        "token; paper: *30-40 %*) is not supported on both models by the corrected computation; rule: "
+        "within [0.3, 0.4]; ours on `a` (holds?): 0.53 [0.52, 0.54].",
         ":::",
     ])
 
