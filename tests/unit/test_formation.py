@@ -84,3 +84,25 @@ def test_the_log_refuses_a_run_of_another_recipe(tmp_path):
     assert [r["step"] for r in fm.read_runs(log)[name]] == [0, 250, 500]
     with pytest.raises(ValueError, match="both"):
         fm.all_runs({name: []}, {name: []})
+
+
+def test_the_gu_table_counts_sink_heads_per_encoding_beside_their_published_share():
+    runs = _runs({"rope": 2})  # every run: 2 of 4 heads above 0.3 (0.9 and 0.35)
+    runs[tl.grid_name("learned", 4)] = _records(None, last=7750)  # unfinished: left out
+    table = fm.gu_comparison(runs).set_index("position encoding")
+    assert list(table.index) == ["rope", "nope", "learned"]
+    assert table.loc["rope", "runs"] == 5 and table.loc["learned", "runs"] == 4
+    assert table.loc["rope", "sink heads here, % (mean)"] == pytest.approx(50.0)
+    assert table.loc["rope", "runs that formed a sink"] == 2 and table.loc["nope", "runs that formed a sink"] == 0
+    assert table.loc["nope", "Gu et al., %"] == pytest.approx(20.35)
+    assert table.loc["learned", "Gu et al., %"] == pytest.approx(33.13)
+    assert fm.tokens_seen() == pytest.approx(8000 * 32 * 128 / 1e6)
+
+
+def test_the_formation_text_draws_no_answer_before_every_run_is_in():
+    runs = _runs({"rope": 5})
+    runs[tl.grid_name("nope", 4)] = _records(None, last=7750)
+    text = fm.formation_text(fm.formation_test(fm.formation_cells(runs)))
+    assert "14 of the test's 15 runs" in text and "no answer is drawn before" in text
+    done = fm.formation_text(fm.formation_test(fm.formation_cells(_runs({"rope": 5}))))
+    assert "the claim is **supported**" in done

@@ -122,3 +122,62 @@ def all_runs(grid_runs: Mapping[str, list[dict[str, Any]]],
         raise ValueError(f"runs logged both in the grid's log and in the formation log: {sorted(both)}")
     keep = {n: r for n, r in grid_runs.items() if n in GRID}
     return {**keep, **formation_runs}
+
+
+#: Gu et al. (arXiv 2410.10781, Table 3): 60M-parameter Llama-style models trained on 5B tokens, changing only the
+#: position encoding; the percentage of heads whose sink score (mean attention to the first token) exceeds 0.3
+GU_TABLE3: dict[str, float] = {"RoPE": 18.18, "NoPE": 20.35, "ALiBi": 20.78, "absolute": 32.73, "learnable": 33.13,
+                               "relative": 35.53}
+#: the grid's position encodings that match a row of Gu et al.'s table
+GU_NAME = {"rope": "RoPE", "nope": "NoPE", "learned": "learnable"}
+#: what the two set-ups differ in, said once beside the table
+def setup_difference() -> str:
+    """What Gu et al.'s set-up and the grid's differ in, from the grid's recipe."""
+    b = GRID_BASE
+    params = b.n_layers * (4 * b.d_model**2 + 2 * b.d_model * b.d_mlp) + b.vocab * b.d_model
+    return (f"Gu et al. trained 60M-parameter models on 5B tokens; the grid trains {b.n_layers} layers of width "
+            f"{b.d_model} (about {params / 1e6:.1f}M parameters with the embedding) and a run has seen "
+            f"{tokens_seen():.0f}M tokens by step {FORMATION_STEP:,} ({b.batch_size} windows of {b.seq_len} tokens a "
+            "step). Gu et al. also report that the amount of data decides whether a sink appears (about 4 % of heads "
+            "at 500M tokens, under 1 % at 50M).")
+
+
+def gu_comparison(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> Any:
+    """Per position encoding of the grid, the share of heads that are sink heads by Gu et al.'s metric
+    (:func:`sink_head_share`, threshold 0.3) at step 8000 in each finished run, their mean, how many runs formed a
+    sink by the grid's rule, and Gu et al.'s percentage for the same encoding where their table has it."""
+    import pandas as pd
+
+    by: dict[str, list[tuple[float, bool]]] = {}
+    for name, records in runs.items():
+        recipe = {**GRID, **FORMATION}.get(name)
+        upto = [r for r in records if r["step"] <= FORMATION_STEP]
+        if recipe is None or not upto or upto[-1]["step"] != FORMATION_STEP:
+            continue
+        by.setdefault(recipe.position, []).append((100 * sink_head_share(upto[-1]), formed_by(upto)))
+    order = list(dict.fromkeys(r.position for r in GRID.values()))
+    rows = []
+    for position, found in sorted(by.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
+        shares = [s for s, _ in found]
+        rows.append({"position encoding": position, "runs": len(found),
+                     "sink heads here, % (each run)": ", ".join(f"{s:.1f}" for s in shares),
+                     "sink heads here, % (mean)": sum(shares) / len(shares),
+                     "runs that formed a sink": sum(f for _, f in found),
+                     "Gu et al., %": GU_TABLE3.get(GU_NAME.get(position, ""), float("nan"))})
+    return pd.DataFrame(rows)
+
+
+def tokens_seen(step: int = FORMATION_STEP) -> float:
+    """Millions of training tokens a grid run has seen by ``step``."""
+    return step * GRID_BASE.batch_size * GRID_BASE.seq_len / 1e6
+
+
+def formation_text(test: FormationTest) -> str:
+    """Where the formation test stands, in words (its verdict only once every run is in)."""
+    head = (f"Standard RoPE formed a sink by step 8,000 in {test.rotary_formed} of {test.rotary_runs} finished runs; "
+            f"no position encoding and the learned table in {test.non_rotary_formed} of {test.non_rotary_runs}. ")
+    if test.verdict is None:
+        return head + (f"{test.finished} of the test's {test.needed} runs have reached step 8,000; the test (Fisher's "
+                       "exact test, one-sided, at 0.05, fixed before its new runs) is decided when all have, and no "
+                       "answer is drawn before.")
+    return head + f"Fisher's exact test, one-sided: p = {test.p_value:.3g}, so the claim is **{test.verdict}**."
