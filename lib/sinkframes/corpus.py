@@ -179,3 +179,15 @@ def sample_sentences(
     else:
         picked = data.sample(n=n, random_state=seed)
     return picked.reset_index(drop=True)
+
+
+def disjoint_draw(first: pd.DataFrame, seed: int = 0, dataset: str = "embedded",
+                  csv_path: str | Path | None = None) -> pd.DataFrame:
+    """A second draw of as many sentences as ``first`` holds (fewer if the set has not that many left), from the
+    sentences ``first`` left out: independent of it, so that a verdict decided on both is not decided twice on
+    the same sentences. Seeded by ``seed + 1``, stratified like :func:`sample_sentences`."""
+    data = load_dataset(dataset, csv_path)
+    rest = data[~data["text"].isin(set(first["text"]))]
+    if rest.empty:
+        raise ValueError(f"the {dataset} set has no sentence left for a second draw of {len(first)}")
+    return sample_sentences(min(len(first), len(rest)), seed=seed + 1, dataset=dataset, frame=rest)

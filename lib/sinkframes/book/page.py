@@ -6,6 +6,7 @@ provenance line (models, sentences, profile, versions) so every page states what
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ class PageSetup:
     seed: int
     opts: RunOptions
     page_id: str | None = None
+    csv_path: str | None = None
 
     @property
     def texts(self) -> list[str]:
@@ -53,16 +55,27 @@ class PageSetup:
         return (provenance(self.profile, self.models, len(self.sentences), self.dataset, self.seed, self.opts)
                 + provenance_note())
 
-    def verdicts(self, page_id: str, results: list[Any], show: bool = True) -> list[Any]:
-        """Both verdicts of every registry claim the ``results`` test; saved for the scorecard
-        (``verdicts.store``) and, with ``show``, shown as the verdict table (:meth:`verdict_table`). A page
-        computes them where its results exist, shows :meth:`result_box` there and the table at its end."""
-        return save_verdicts(page_id, self.profile, results, self.inputs, show)
-
     @property
     def inputs(self) -> dict[str, Any]:
         """What the page's verdicts were computed on, saved beside them."""
         return {"n_sentences": len(self.sentences), "dataset": self.dataset, "seed": self.seed}
+
+    @functools.cached_property
+    def second_texts(self) -> list[str]:
+        """A second draw of as many sentences, disjoint from the page's (``corpus.disjoint_draw``): the headline
+        claims a page decides are decided on both (:meth:`verdicts`' ``again``)."""
+        return corpus.disjoint_draw(self.sentences, seed=self.seed, dataset=self.dataset,
+                                    csv_path=self.csv_path)["text"].tolist()
+
+    def verdicts(self, page_id: str, results: list[Any], show: bool = True, again: list[Any] | None = None
+                 ) -> list[Any]:
+        """Both verdicts of every registry claim the ``results`` test; saved for the scorecard
+        (``verdicts.store``) and, with ``show``, shown as the verdict table (:meth:`verdict_table`). A page
+        computes them where its results exist, shows :meth:`result_box` there and the table at its end.
+        ``again``: the same analysis on :attr:`second_texts`; the headline claims are then decided on both draws
+        (``verdicts.draws``)."""
+        inputs = self.inputs if again is None else {**self.inputs, "second_draw_sentences": len(self.second_texts)}
+        return save_verdicts(page_id, self.profile, results, inputs, show, again)
 
     def result_box(self, found: list[Any], empty: str = "") -> None:
         """The box at the top of the page: what its verdicts ``found`` say, in at most three bullets
@@ -134,14 +147,18 @@ def show_verdict_table(found: list[Any], profile: str, untested: list[tuple[str,
     display(HTML(verdict_html(found, scorecard_href(profile), untested)))
 
 
-def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[str, Any], show: bool = True
-                  ) -> list[Any]:
+def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[str, Any], show: bool = True,
+                  again: list[Any] | None = None) -> list[Any]:
     """Both verdicts of every registry claim the ``results`` test (those comparing models once for the group),
     saved for the scorecard with the page's ``inputs`` (a page with no sentence set, such as the controlled grid,
-    calls this directly)."""
+    calls this directly). ``again``: the same analysis on a second, disjoint draw; the headline claims are then
+    decided on both (``verdicts.draws.across_draws``)."""
     from .. import verdicts as v
+    from ..verdicts.draws import across_draws, headline_only
 
     found = v.evaluate(results) + v.evaluate_comparisons(results, page=page_id)
+    if again is not None:
+        found = across_draws(found, headline_only(v.evaluate(again) + v.evaluate_comparisons(again, page=page_id)))
     v.save(page_id, profile, found, models=model_records(results), inputs=inputs)
     if show:
         show_verdict_table(found, profile, [])
@@ -257,7 +274,7 @@ def setup(
 
         sentences = topology_sentences(n_sentences, seed=seed, dataset=dataset, csv_path=csv_path, selection=selection)
     page = PageSetup(profile=profile, models=list(models), sentences=sentences, dataset=dataset, seed=seed, opts=opts,
-                     page_id=page_id)
+                     page_id=page_id, csv_path=csv_path)
     from .figure_caption import reset
 
     reset(page_id)  # a page run again in the same kernel numbers its figures from 1
