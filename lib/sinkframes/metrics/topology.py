@@ -74,6 +74,10 @@ FAITHFUL_MAX_TOKENS = 48
 PAPER_THRESHOLDS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 #: attention thresholds of the Betti curves (log-spaced, the paper's seven included)
 CURVE_THRESHOLDS: np.ndarray = np.unique(np.concatenate([np.round(np.logspace(-3, 0, 46), 6), PAPER_THRESHOLDS]))
+#: an edge whose distance is within this of a threshold's scale counts as present there: round-off (about 1e-7 on
+#: a float32 share, and more where two tokens split their attention exactly) must not decide a Betti number, as it
+#: did for uniform-like attention whose shares equal a threshold (1/10 at t = 0.1)
+SCALE_TOLERANCE = 1e-6
 SPECIALIZED_MIN_CONSISTENCY = 0.3  # official report rule
 SPECIALIZED_MIN_SAMPLES = 5
 FIGURE_MIN_CONSISTENCY = 0.5  # official figure rule
@@ -296,8 +300,9 @@ def corrected_diagrams(dist: np.ndarray, max_scale: float | None = None) -> tupl
 
 
 def betti_curve(dgm: np.ndarray, thresholds: np.ndarray | tuple[float, ...] = CURVE_THRESHOLDS) -> np.ndarray:
-    """Betti number at each attention threshold ``t`` (scale ``1 - t``): bars with ``birth <= 1-t < death``."""
-    r = 1.0 - np.asarray(thresholds, dtype=float)  # [threshold]
+    """Betti number at each attention threshold ``t`` (scale ``1 - t``): bars with ``birth <= 1-t < death``, the
+    scale taken :data:`SCALE_TOLERANCE` wider so that an edge within round-off of the threshold counts as present."""
+    r = 1.0 - np.asarray(thresholds, dtype=float) + SCALE_TOLERANCE  # [threshold]
     b, d = dgm[:, 0:1], dgm[:, 1:2]  # [bar, 1]
     return ((b <= r) & (r < d)).sum(0)
 
@@ -345,7 +350,7 @@ def corrected_layer(
     change no Betti number on the grid, and leaving them out makes the complex several times smaller.
     """
     t = np.asarray(thresholds, dtype=float)
-    h0, h1 = corrected_diagrams(corrected_distance(avg, causal), max_scale=1.0 - float(t.min()))
+    h0, h1 = corrected_diagrams(corrected_distance(avg, causal), max_scale=1.0 - float(t.min()) + SCALE_TOLERANCE)
     return CorrectedLayer(h0, h1, t)
 
 
@@ -696,7 +701,7 @@ class TopologyReducer:
 
     max_tokens: int = FAITHFUL_MAX_TOKENS
     name: str = "topology"
-    version: int = 2
+    version: int = 3  # 3: thresholds met within round-off (SCALE_TOLERANCE)
 
     def key(self) -> dict[str, Any]:
         return {
@@ -725,14 +730,14 @@ class TopologyReducer:
         fdist = (np.float32(1.0) - favg)[:, sub][:, :, sub]  # [layer, point, point]
         max_scale = 1.0 - float(CURVE_THRESHOLDS.min())
         cedges = _corrected_distance_layers(avg, causal)  # [layer, n, n]
-        cedges = np.where(cedges <= max_scale, cedges, np.inf)  # edges of the cut filtration
+        cedges = np.where(cedges <= max_scale + SCALE_TOLERANCE, cedges, np.inf)  # edges of the cut filtration
         cedges[:, np.arange(n), np.arange(n)] = np.inf
         h1 = _h1_ripser(_h1_reduce(_faithful_h1_edges(fdist)) + _h1_reduce(cedges))
         f_h1, c_h1 = h1[:n_layers], h1[n_layers:]
         faithful = _faithful_fields(favg, _ripser_h0_layers(fdist), f_h1)  # [layer, field]
         deaths, n_inf = _mst_h0(cedges)  # [layer, step], [layer]
         r = 1.0 - CURVE_THRESHOLDS  # [threshold]: scales
-        b0 = n_inf[:, None] + (deaths[:, :, None] > r).sum(1)  # [layer, threshold]
+        b0 = n_inf[:, None] + (deaths[:, :, None] > r + SCALE_TOLERANCE).sum(1)  # [layer, threshold]
         # each bar cut at the largest scale, in gudhi's order (finite by increasing death, then the infinite ones)
         cut = [np.concatenate([x[~np.isnan(x)], np.full(k, max_scale)]) for x, k in zip(deaths, n_inf, strict=True)]
         tp0 = _row_sums(cut)
