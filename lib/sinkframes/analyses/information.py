@@ -500,9 +500,18 @@ def concentration_near(layer_range: tuple[int, int], of: int) -> MeasureFn:
 #: the paper does not name, read as gemma-7b's 28)
 PRINTED_CONCENTRATION_LAYERS = {"llama_layer25": ((25, 25), 28), "qwen_layers23_25": ((23, 25), 28),
                                 "gemma_layer21": ((21, 21), 28), "mistral_layer21": ((21, 21), 32)}
-for _name, (_span, _of) in PRINTED_CONCENTRATION_LAYERS.items():
-    MEASURES[f"information.concentration_at_{_name}"] = Measure(
-        f"information.concentration_at_{_name}", "information", concentration_near(_span, _of))
+MEASURES["information.concentration_at_llama_layer25"] = Measure(
+    "information.concentration_at_llama_layer25", "information",
+    concentration_near(*PRINTED_CONCENTRATION_LAYERS["llama_layer25"]))
+MEASURES["information.concentration_at_qwen_layers23_25"] = Measure(
+    "information.concentration_at_qwen_layers23_25", "information",
+    concentration_near(*PRINTED_CONCENTRATION_LAYERS["qwen_layers23_25"]))
+MEASURES["information.concentration_at_gemma_layer21"] = Measure(
+    "information.concentration_at_gemma_layer21", "information",
+    concentration_near(*PRINTED_CONCENTRATION_LAYERS["gemma_layer21"]))
+MEASURES["information.concentration_at_mistral_layer21"] = Measure(
+    "information.concentration_at_mistral_layer21", "information",
+    concentration_near(*PRINTED_CONCENTRATION_LAYERS["mistral_layer21"]))
 
 
 @measure("information.concentration_first_layer", "information")

