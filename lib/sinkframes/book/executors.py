@@ -51,7 +51,8 @@ PR_SET_PDEATHSIG = 1
 def _die_with_parent() -> None:
     """Make this worker stop when the build that started it stops: on Linux the kernel sends it SIGTERM when the
     build process dies (killed by TERM or KILL: no worker goes on writing pages for a build that is gone), and
-    SIGTERM becomes ``SystemExit``, so that the page being executed shuts its kernel down on the way out."""
+    SIGTERM ends the worker at once (an exception would be caught by the pool's task loop, which would then wait
+    for more work); the page's Jupyter kernel notices its parent is gone and exits by itself."""
     import signal
     import sys
 
@@ -62,7 +63,7 @@ def _die_with_parent() -> None:
 
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(128 + signum))
     if os.getppid() != parent:  # the build died before the request took effect
         sys.exit(1)
 
