@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -47,6 +48,10 @@ def load_paper_csv(source: str | Path, sha256: str | None = None) -> pd.DataFram
     the column is missing.
     """
     src = str(source)
+    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", src)
+    if scheme and scheme.group(1).lower() not in ("http", "https"):
+        raise DatasetError(f"{src}: a {scheme.group(1)}:// address cannot be read; give an http(s) URL or a local "
+                           "path of wiki_dataset_sink.csv")
     if src.startswith(("http://", "https://")):
         data = _download(src, sha256)
     else:

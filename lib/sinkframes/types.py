@@ -17,6 +17,8 @@ _BY_NAME: dict[str, Mode] = {m: m for m in MODES}
 
 BosPolicy = Literal["default", "force"]
 BOS_POLICIES: tuple[BosPolicy, ...] = ("default", "force")
+#: the fewest tokens a text may be cut to: a frame needs a first token, a last token and tokens between them
+MIN_TOKENS = 4
 
 
 def check_mode(mode: str) -> Mode:
@@ -49,8 +51,9 @@ class RunOptions:
     def __post_init__(self) -> None:
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be an integer >= 1, got {self.batch_size!r}")
-        if not isinstance(self.max_length, int) or self.max_length < 2:
-            raise ValueError(f"max_length must be an integer >= 2, got {self.max_length!r}")
+        if not isinstance(self.max_length, int) or self.max_length < MIN_TOKENS:
+            raise ValueError(f"max_length must be an integer >= {MIN_TOKENS}, got {self.max_length!r} (a frame needs "
+                             "a first token, a last token and tokens between them to anchor)")
         if self.bos_policy not in BOS_POLICIES:
             raise ValueError(f"bos_policy must be one of {BOS_POLICIES}, got {self.bos_policy!r}")
 

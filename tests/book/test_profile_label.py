@@ -76,3 +76,21 @@ def test_the_packaged_manifest_is_the_checkouts_and_serves_an_installed_copy(tmp
     assert page.profile_label("offline", params, "reference_frames") == "offline"
     assert page.profile_label("offline", {**params, "models": ["meta-llama/Llama-3.2-1B"]},
                               "reference_frames") == page.CUSTOM
+
+
+def test_an_edit_of_a_parameter_the_manifest_entry_does_not_list_is_custom():
+    """``seed``, ``max_length`` and ``n_examples`` are not in the offline entry of chapter 1: the template's defaults
+    (packaged) are what the profile ran with, so another value is an edit; the device changes no result."""
+    from tests.conftest import ROOT
+
+    assert manifest.PACKAGED_DEFAULTS.read_text() == manifest.template_defaults_text(M), (
+        "run `python -m sinkframes toc --write`")
+    entry = M.page("reference_frames").params_for("offline")
+    defaults = manifest.packaged_defaults()["reference_frames"]
+    received = {**defaults, **{k: v for k, v in entry.items() if k != "profile"}}
+    assert page.profile_label("offline", received, "reference_frames") == "offline"
+    for name, value in (("seed", 1), ("max_length", 64), ("bos_policy", "force")):
+        assert name not in entry and name in defaults, name
+        assert page.profile_label("offline", {**received, name: value}, "reference_frames") == page.CUSTOM, name
+    assert page.profile_label("offline", {**received, "device": "cuda"}, "reference_frames") == "offline"
+    assert (ROOT / M.page("reference_frames").template).is_file()

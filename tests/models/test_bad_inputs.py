@@ -32,7 +32,8 @@ def test_non_finite_attention_stops_the_run_names_the_layers_and_is_not_cached(r
             "tiny:llama", texts[:3], GeometryValuesReducer(), progress=False, device="cpu"
         )
 
-    with pytest.raises(NonFiniteAttentionError, match=r"tiny:llama in float32 .* layers \[1, 2\].*dtype='float32'"):
+    with pytest.raises(NonFiniteAttentionError,
+                       match=r"tiny:llama in float32 .* layers \[1, 2\].*check the checkpoint"):
         run()
     batching._MODELS.clear()  # a healthy model again: the result is computed, not read from a poisoned entry
     before = batching.STATS["forward_passes"]
@@ -158,12 +159,17 @@ def test_a_page_whose_kernel_does_not_start_is_started_again_once(tmp_path, monk
     assert not execute.kernel_start_failure(TimeoutError("A cell timed out while it was being executed"))
 
 
-@pytest.mark.parametrize(("device", "fragment"), [("bogus", "unknown device"), ("cuda", "no CUDA GPU")])
+@pytest.mark.parametrize(("device", "fragment"), [
+    ("bogus", "unknown device"), ("cuda", "no CUDA GPU"), ("cuda:7", "CUDA"), ("meta", "no real tensors"),
+    ("mps", "no Apple GPU"),
+])
 def test_devices_that_do_not_exist_are_clear_errors(device, fragment):
     from sinkframes import models
 
-    if device == "cuda" and torch.cuda.is_available():
-        pytest.skip("this machine has a GPU")
+    if device.startswith("cuda") and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has that GPU")
+    if device == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has an Apple GPU")
     with pytest.raises(models.ModelLoadError, match=fragment):
         models.load("tiny:llama", device=device)
 
@@ -263,11 +269,11 @@ def test_discard_tolerates_an_entry_already_removed_by_another_process(tmp_path)
     assert not c.contains(key)
 
 
-@pytest.mark.parametrize("bad", [0, 1, -5, 2.5])
-def test_max_length_below_two_is_refused(bad):
+@pytest.mark.parametrize("bad", [0, 1, 3, -5, 2.5])
+def test_max_length_below_four_is_refused(bad):
     from sinkframes.types import RunOptions
 
-    with pytest.raises(ValueError, match="max_length must be an integer >= 2"):
+    with pytest.raises(ValueError, match="max_length must be an integer >= 4"):
         RunOptions(max_length=bad)
 
 
@@ -288,3 +294,156 @@ def test_an_offline_package_that_fails_to_import_is_located_without_importing_it
     monkeypatch.setitem(registry.OFFLINE_MODELS, "broken", fake)
     lm = load("broken")  # the weights are read from the package folder; its code never runs
     assert lm.record.architecture == "bert" and "sinkframes_broken_pkg" not in sys.modules
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs that gave frame labels, ran twice or ran under another name
+
+
+@pytest.mark.parametrize(("given", "fragment"), [
+    ("The cat sat.", "a single string"),
+    (["The cat sat.", 3], "must be strings; not at positions 1 \\(int\\)"),
+    (["The cat sat.", "\u200b\u200c\u2060"], "no visible characters .* at positions \\[1\\]"),
+    (["\x00\x07 \t", "The cat sat."], "no visible characters .* at positions \\[0\\]"),
+])
+def test_texts_that_are_not_a_list_of_visible_texts_are_refused_before_the_cache(given, fragment, tmp_path,
+                                                                                  monkeypatch):
+    from sinkframes import extraction
+
+    monkeypatch.setenv("SINKFRAMES_CACHE", str(tmp_path))
+    with pytest.raises(extraction.TextError, match=fragment):
+        extraction.summarize("tiny:bert", given, SinkSummaryReducer(), device="cpu", progress=False)
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+def test_a_max_length_that_leaves_no_tokens_between_first_and_last_is_refused():
+    from sinkframes.book.params import ParameterError, check_parameters
+    from sinkframes.types import RunOptions
+
+    with pytest.raises(ValueError, match="max_length must be an integer >= 4"):
+        RunOptions(max_length=2)
+    with pytest.raises(ParameterError, match="max_length must be at least 4"):
+        check_parameters({"max_length": 3})
+    assert RunOptions(max_length=4).max_length == 4
+
+
+@pytest.mark.parametrize(("params", "fragment"), [
+    ({"profile": "nosuch"}, "profile must be one of"),
+    ({"models": ["tiny:bert", "tiny:llama", "tiny:bert"]}, "lists tiny:bert more than once"),
+    ({"models": ["tiny:bert"], "bos_comparison": ["tiny:llama"]}, "bos_comparison names tiny:llama, which models"),
+])
+def test_page_parameters_that_would_mislabel_verdicts_are_refused(params, fragment):
+    from sinkframes.book.params import ParameterError, check_parameters
+
+    with pytest.raises(ParameterError, match=fragment):
+        check_parameters(params)
+    check_parameters({"profile": "custom", "models": ["tiny:bert"], "bos_comparison": ["tiny:bert"]})
+
+
+def test_a_bos_comparison_model_the_page_did_not_run_is_refused_by_the_analysis():
+    from types import SimpleNamespace
+
+    from sinkframes.analyses import frames
+
+    ran = [SimpleNamespace(ref="smollm2", causal=True, record={"adds_bos": True})]
+    with pytest.raises(ValueError, match="bos_comparison names gemma3, which the page's models \\(smollm2\\)"):
+        frames.bos_comparison_models(ran, ["gemma3"])
+    assert frames.bos_comparison_models(ran, ["smollm2", "smollm2"]) == ["smollm2"]
+
+
+def test_the_ray_executor_without_ray_is_refused_before_anything_runs(monkeypatch, tmp_path):
+    import importlib.util
+
+    from sinkframes.book import batch
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(ValueError, match="the Ray executor needs Ray, which is not installed"):
+        batch.build(profile="smoke", pages=["reference_frames"], out_dir=str(tmp_path), html=False, executor="ray")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("ref", ["tiny:llama", "minilm", "folder"])
+def test_a_revision_for_a_model_without_revisions_is_refused(ref, tmp_path):
+    from sinkframes import models
+
+    with pytest.raises(models.ModelLoadError, match="has no revisions; a revision selects a checkpoint of a hub id"):
+        models.load(str(tmp_path) if ref == "folder" else ref, device="cpu", revision="step1000")
+
+
+# ---------------------------------------------------------------------------------------------
+# faults that printed a traceback: one sentence and a non-zero exit
+
+
+def test_the_cli_reports_non_finite_attention_in_one_sentence(capsys):
+    from sinkframes.book.cli import main
+
+    _poison_layer("tiny:llama", 0)
+    try:
+        assert main(["sinks", "tiny:llama", "--n", "2", "--device", "cpu"]) == 2
+    finally:
+        batching._MODELS.clear()
+    err = capsys.readouterr().err
+    assert "error: tiny:llama in float32 produced NaN or infinite attention" in err and "Traceback" not in err
+    assert "check the checkpoint" in err
+
+
+def test_a_pickled_weights_file_with_code_is_one_sentence(tmp_path):
+    from sinkframes import models
+    from sinkframes.models.tiny import build_tiny
+
+    model, tok = build_tiny("llama")
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    state = dict(model.state_dict())
+    state["extra"] = _NotATensor()  # a pickle that would run code to load
+    torch.save(state, tmp_path / "pytorch_model.bin")
+    (tmp_path / "model.safetensors").unlink()
+    with pytest.raises(models.ModelLoadError, match="pickled file .* refuses to run its code"):
+        models.load(str(tmp_path), device="cpu")
+
+
+class _NotATensor:
+    """An object no safe unpickler loads."""
+
+
+def test_a_broken_gguf_install_says_how_to_repair_it(monkeypatch):
+    import builtins
+
+    from sinkframes.models import ModelLoadError
+    from sinkframes.models.gguf import import_gguf
+
+    real = builtins.__import__
+
+    def broken(name, *args, **kwargs):
+        if name == "gguf":
+            raise AttributeError("module 'numpy' has no attribute 'float_'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.delitem(__import__("sys").modules, "gguf", raising=False)
+    monkeypatch.setattr(builtins, "__import__", broken)
+    with pytest.raises(ModelLoadError, match="gguf package.*missing or broken \\(AttributeError.*force-reinstall"):
+        import_gguf()
+
+
+def test_a_full_disk_while_converting_a_model_is_one_sentence_and_leaves_no_partial_copy(tmp_path, monkeypatch):
+    from sinkframes.models import ModelLoadError, gguf, registry
+
+    monkeypatch.setenv("SINKFRAMES_MODELS", str(tmp_path))
+
+    def full(gguf_path, out):
+        out.mkdir(parents=True)
+        (out / "model.safetensors").write_bytes(b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gguf, "convert_gguf", full)
+    with pytest.raises(ModelLoadError, match="smollm2: the disk is full .* SINKFRAMES_MODELS"):
+        gguf.offline_folder(registry.OFFLINE_MODELS["smollm2"])
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+
+
+def test_a_csv_address_of_another_scheme_is_not_read_as_a_path():
+    from sinkframes import corpus
+
+    with pytest.raises(corpus.DatasetError, match="a ftp:// address cannot be read; give an http\\(s\\) URL"):
+        corpus.load_paper_csv("ftp://example.org/wiki_dataset_sink.csv")

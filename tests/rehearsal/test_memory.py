@@ -75,3 +75,17 @@ def test_on_a_gpu_auto_picks_cuda_and_the_check_reads_the_gpus_free_memory(monke
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev: (16 * 10**9, 16 * 10**9))  # a T4's 16 GB
     fits = check("tiny:llama", dtype="float16", device=gpu, batch_size=8, max_length=256, show=False)
     assert fits is not None and fits.fits
+
+
+def test_logits_are_counted_only_where_the_head_runs(monkeypatch):
+    """The attention pages run the backbone: a decoder's vocabulary-sized output is not theirs to hold."""
+    plain = estimate("tiny:llama", dtype="float32", device=CPU, batch_size=8, max_length=256)
+    head = estimate("tiny:llama", dtype="float32", device=CPU, batch_size=8, max_length=256, logits=True)
+    assert plain is not None and head is not None and plain.logits == 0
+    vocab = batching.models.load("tiny:llama", device="cpu").model.config.vocab_size
+    assert head.logits == 8 * 256 * vocab * 4 and head.needed == plain.needed + head.logits
+    # a device with room for the weights and attention but not for the logits: refused only for the head's callers
+    monkeypatch.setenv(FREE_ENV, str((plain.needed + head.logits / 2) / 0.8 / 1e9))
+    check("tiny:llama", dtype="float32", device=CPU, batch_size=8, max_length=256, show=False)
+    with pytest.raises(ModelLoadError, match="logits"):
+        check("tiny:llama", dtype="float32", device=CPU, batch_size=8, max_length=256, show=False, logits=True)

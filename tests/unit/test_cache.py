@@ -116,5 +116,8 @@ def test_a_software_version_change_gives_a_new_key(monkeypatch, package):
     assert _key() != before
 
 
-def test_the_device_type_is_in_the_key():
-    assert _key(device="cpu") != _key(device="meta")
+def test_the_device_type_is_in_the_key(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU's key, made without one
+    assert _key(device="cpu") != _key(device="cuda")

@@ -226,7 +226,13 @@ def bos_comparison_models(results: list[ModelResult], chosen: list[str] | None =
     """The models to run again with a BOS token forced at position 0: ``chosen`` when given, else the
     decoders among ``results`` whose tokenizer puts the first word at position 0 (no start token)."""
     if chosen is not None:
-        return list(chosen)
+        run = [r.ref for r in results]
+        outside = [m for m in chosen if m not in run]
+        if outside:
+            raise ValueError(f"bos_comparison names {', '.join(map(str, outside))}, which the page's models "
+                             f"({', '.join(run)}) do not hold: the comparison sets each model's forced-BOS run beside "
+                             "its own, so add it to models or drop it from bos_comparison")
+        return list(dict.fromkeys(chosen))
     return [r.ref for r in results if r.causal and not r.record["adds_bos"]]
 
 

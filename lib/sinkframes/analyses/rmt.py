@@ -239,7 +239,7 @@ def text_loss(ref: str, texts: Sequence[str], opts: RunOptions) -> float:
 
     @torch.no_grad()
     def compute() -> float:
-        lm = get_model(ref, o)  # the model the analysis just ran, when it was not a cache hit
+        lm = get_model(ref, o, logits=True)  # the model the analysis just ran, when it was not a cache hit
         ids = tokenize_for(lm, list(texts), o)
         total, count = 0.0, 0
         for batch, input_ids, mask in iterate_batches(lm, ids, o.batch_size, progress=False, desc="loss"):

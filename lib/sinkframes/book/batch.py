@@ -9,6 +9,7 @@ are collected, reported together at the end, and make the exit status non-zero.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -148,6 +149,9 @@ def build(
     instead of executed (``page_cache``; the scorecard always runs). Returns the exit status."""
     if executor not in executors.EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of {', '.join(executors.EXECUTORS)}")
+    if executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise ValueError("the Ray executor needs Ray, which is not installed: pip install 'sinkframes[ray]' "
+                         "(or build with the local executor)")
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     root = repo_root()

@@ -100,7 +100,14 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_toc(args: argparse.Namespace) -> int:
-    from .manifest import PACKAGED_MANIFEST, load_manifest, render_toc, repo_root
+    from .manifest import (
+        PACKAGED_DEFAULTS,
+        PACKAGED_MANIFEST,
+        load_manifest,
+        render_toc,
+        repo_root,
+        template_defaults_text,
+    )
 
     m = load_manifest()
     text = render_toc(m)
@@ -114,6 +121,7 @@ def _cmd_toc(args: argparse.Namespace) -> int:
         try:
             (root / "_toc.yml").write_text(text)
             PACKAGED_MANIFEST.write_text((root / "notebooks" / "manifest.yml").read_text())
+            PACKAGED_DEFAULTS.write_text(template_defaults_text(m))
             for page in m.pages:  # the templates' install cells follow _config.yml's repository
                 nb = nbformat.read(root / page.template, as_version=4)
                 if set_install_cell(nb, url, branch):
@@ -348,7 +356,7 @@ def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argum
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from ..corpus import DatasetError
-    from ..extraction import TextError
+    from ..extraction import NonFiniteAttentionError, TextError
     from ..models import AttentionUnavailableError, ModelLoadError
     from ..training.emergence import TrainingError
 
@@ -357,6 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         configure()  # torch and BLAS share one thread count (SINKFRAMES_THREADS overrides)
         return int(args.func(args) or 0)
-    except (ModelLoadError, AttentionUnavailableError, DatasetError, TextError, TrainingError, ValueError) as exc:
+    except (ModelLoadError, AttentionUnavailableError, DatasetError, TextError, TrainingError, ValueError,
+            NonFiniteAttentionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -57,8 +57,9 @@ def set_install_cell(nb: Any, url: str, ref: str, required: bool = True) -> bool
 
 
 def pinned_ref(branch: str) -> str:
-    """The commit of the library producing a page (``branch`` when it is not a clean git checkout)."""
+    """The whole commit of the library producing a page (``branch`` when it is not a clean git checkout): pip checks
+    out exactly that commit, which an abbreviation cannot promise once the history grows."""
     from ..report.provenance import library_commit
 
-    commit = library_commit()
+    commit = library_commit(full=True)
     return commit if commit and "+" not in commit else branch

@@ -172,6 +172,8 @@ def model_records(results: list[Any]) -> dict[str, dict[str, Any]]:
 
 
 CUSTOM = "custom"
+#: parameters whose value changes no result (``RunOptions.result_key`` leaves them out): editing them keeps the label
+RESULT_NEUTRAL = frozenset({"profile", "device", "batch_size", "progress", "use_cache"})
 
 
 def profile_label(profile: str, received: dict[str, Any], page_id: str | None = None) -> str:
@@ -179,10 +181,12 @@ def profile_label(profile: str, received: dict[str, Any], page_id: str | None = 
     a reader edited the parameters, and the page must not claim a profile.
 
     With ``page_id`` the values are compared with that page's manifest entry only; without it, with any
-    page's. The manifest is the checkout's, or the copy packaged with the library (an installed copy,
-    as on Colab); with neither, or an unknown page, the profile name is kept as given.
+    page's. A name the entry does not list is compared with the template's default (packaged in
+    ``data/template_defaults.json``), unless it changes no result (:data:`RESULT_NEUTRAL`). The manifest is the
+    checkout's, or the copy packaged with the library (an installed copy, as on Colab); with neither, or an unknown
+    page, the profile name is kept as given.
     """
-    from .manifest import ManifestError, reader_manifest
+    from .manifest import ManifestError, packaged_defaults, reader_manifest
     from .rehearsal import capped
 
     m = reader_manifest()
@@ -195,9 +199,12 @@ def profile_label(profile: str, received: dict[str, Any], page_id: str | None = 
             return profile
     else:
         pages = m.pages
+    defaults = packaged_defaults()
     judged = False
     for page in pages:
-        expected = capped(page.parameters.get(profile, {}))
+        # names the entry does not list run with the template's default; those that change no result are left out
+        unlisted = {k: v for k, v in defaults.get(page.id, {}).items() if k not in RESULT_NEUTRAL}
+        expected = {**unlisted, **capped(page.parameters.get(profile, {}))}
         shared = [k for k in expected if k in received]
         if not shared:  # nothing in common to compare (a page without parameters, such as the scorecard)
             continue

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..paper.claims import APPENDIX_OF
-from ..types import BOS_POLICIES
+from ..types import BOS_POLICIES, MIN_TOKENS
 
 
 def _literal(value: Any) -> str:
@@ -89,9 +89,9 @@ _INT_MIN = {
     "n_output": 0,
     "n_fisher": 0,
     "batch_size": 1,
-    "max_length": 2,
-    "max_tokens": 2,
-    "checkpoint_max_length": 2,
+    "max_length": MIN_TOKENS,
+    "max_tokens": MIN_TOKENS,
+    "checkpoint_max_length": MIN_TOKENS,
     "example_sentence": 0,
     "seed": None,
 }
@@ -107,9 +107,16 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def parameter_problems(params: dict[str, Any]) -> list[str]:  # noqa: C901 - one flat check per parameter
-    """What is wrong with a page's parameters (empty: fine). Unknown names are left to the template."""
+def _model_list_problems(params: dict[str, Any]) -> list[str]:
+    """The problems of ``profile``, ``models`` and ``bos_comparison`` (a part of :func:`parameter_problems`)."""
     problems = []
+    if "profile" in params:
+        from .manifest import ALL_PROFILES
+
+        known = [*ALL_PROFILES, "custom"]
+        if params["profile"] not in known:
+            problems.append(f"profile must be one of {known}, got {params['profile']!r} (a page's verdicts are saved "
+                            "under its profile's name; name edited parameters 'custom')")
     for name in ("models", "bos_comparison"):
         if name in params and not (name == "bos_comparison" and params[name] is None):  # None: derived from models
             v = params[name]
@@ -119,6 +126,23 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:  # noqa: C901 - one
                 problems.append(
                     "models is empty: name at least one model (an offline key, tiny:<arch>, a folder or a hub id)"
                 )
+            elif len(set(v)) < len(v):
+                twice = sorted({m for m in v if v.count(m) > 1})
+                problems.append(f"{name} lists {', '.join(twice)} more than once (each model is one unit of the "
+                                "verdicts: name it once)")
+    bos = params.get("bos_comparison")
+    models = params.get("models")
+    if isinstance(bos, list) and isinstance(models, list):
+        outside = [m for m in bos if m not in models]
+        if outside:
+            problems.append(f"bos_comparison names {', '.join(map(str, outside))}, which models does not hold: "
+                            "the comparison reuses the page's own runs, so add it to models or drop it here")
+    return problems
+
+
+def parameter_problems(params: dict[str, Any]) -> list[str]:  # noqa: C901 - one flat check per parameter
+    """What is wrong with a page's parameters (empty: fine). Unknown names are left to the template."""
+    problems = _model_list_problems(params)
     for name, low in _INT_MIN.items():
         if name in params:
             v = params[name]

@@ -12,6 +12,7 @@ the padding inside its loss) is an option of the same loop (``width``, ``pad``).
 from __future__ import annotations
 
 import sys
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -58,7 +59,9 @@ def raise_non_finite(lm: models.LoadedModel, bad_layers: Iterable[int]) -> None:
     if bad:
         raise NonFiniteAttentionError(
             f"{lm.record.ref} in {lm.record.dtype} produced NaN or infinite attention weights in layers {bad}; "
-            "rerun it with dtype='float32' (nothing was cached)"
+            + ("rerun it with dtype='float32'" if lm.record.dtype != "float32"
+               else "its weights or inputs hold non-finite values: check the checkpoint")
+            + " (nothing was cached)"
         )
 
 
@@ -66,8 +69,10 @@ def _parameter_bytes(lm: models.LoadedModel) -> int:
     return sum(p.numel() * p.element_size() for p in lm.model.parameters())
 
 
-def get_model(ref: str, opts: RunOptions | None = None, **overrides: Any) -> models.LoadedModel:
-    """Load ``ref`` as ``opts`` say, or return it from memory.
+def get_model(ref: str, opts: RunOptions | None = None, *, logits: bool = False, **overrides: Any
+              ) -> models.LoadedModel:
+    """Load ``ref`` as ``opts`` say, or return it from memory. ``logits``: the caller runs the language-model head,
+    whose output the memory check then counts (the attention pages run the backbone alone).
 
     Recently used models stay loaded while those on the CPU hold at most ``KEEP_MODEL_BYTES`` of parameters
     together (the most recent always stays), so a page that runs several analyses over a few small models
@@ -84,7 +89,7 @@ def get_model(ref: str, opts: RunOptions | None = None, **overrides: Any) -> mod
 
     # the weights' size and one batch's attention, printed before the load; refused when the device cannot hold them
     check(ref, dtype=o.dtype, device=models.resolve_device(o.device), batch_size=o.batch_size,
-          max_length=o.max_length, revision=o.revision, quantization=o.quantization)
+          max_length=o.max_length, revision=o.revision, quantization=o.quantization, logits=logits)
     _MODELS[key] = models.load(ref, dtype=o.dtype, device=o.device, revision=o.revision, quantization=o.quantization)
     STATS["model_loads"] += 1
     sizes = {k: _parameter_bytes(lm) if lm.device.type == "cpu" else KEEP_MODEL_BYTES + 1 for k, lm in _MODELS.items()}
@@ -93,17 +98,35 @@ def get_model(ref: str, opts: RunOptions | None = None, **overrides: Any) -> mod
     return _MODELS[key]
 
 
+def visible(text: str) -> bool:
+    """Whether ``text`` holds a character that is neither white space, a control character (Unicode Cc) nor an
+    invisible format character (Cf: zero-width spaces and joiners, direction marks)."""
+    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf") for ch in text)
+
+
+def check_texts(texts: Any) -> None:
+    """Raise ``TextError`` unless ``texts`` is a non-empty sequence of texts with visible characters, naming each bad
+    one: a lone string would otherwise be read character by character, and an invisible text gives a frame label."""
+    if isinstance(texts, (str, bytes)):
+        raise TextError("texts must be a list of texts, got a single string: wrap it in a list ([text])")
+    if not texts:
+        raise TextError("no texts given")
+    wrong = [f"{i} ({type(t).__name__})" for i, t in enumerate(texts) if not isinstance(t, str)]
+    if wrong:
+        raise TextError(f"texts must be strings; not at positions {', '.join(wrong[:10])}")
+    empty = [i for i, t in enumerate(texts) if not visible(t)]
+    if empty:
+        raise TextError(f"text(s) with no visible characters (empty, white space, control or zero-width characters "
+                        f"only) at positions {empty[:10]}; drop them before extraction")
+
+
 def tokenize(
     tokenizer: Any, texts: list[str], max_length: int, bos_policy: str = "default", truncation: bool = False
 ) -> list[list[int]]:
     """Token ids per text; raises ``TextError`` naming every bad text and what to do."""
     if bos_policy not in BOS_POLICIES:
         raise ValueError(f"bos_policy must be one of {BOS_POLICIES}, got {bos_policy!r}")
-    if not texts:
-        raise TextError("no texts given")
-    empty = [i for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
-    if empty:
-        raise TextError(f"empty text at positions {empty[:10]}; drop them before extraction")
+    check_texts(texts)
     if truncation:  # the tokenizer's own truncation keeps its end token ([SEP], </s>), as the official code's does
         ids = [tokenizer(t, truncation=True, max_length=max_length)["input_ids"] for t in texts]
     else:

@@ -14,7 +14,7 @@ from typing import Any
 from .. import models
 from ..cache import Cache, cache_key
 from ..types import RunOptions
-from .batching import get_model, tokenize_for
+from .batching import check_texts, get_model, tokenize_for
 
 #: ``iterate(lm, ids, opts, hidden_states, desc)`` yields ``(index, *sample)``
 Iterate = Callable[[models.LoadedModel, list[list[int]], RunOptions, bool, str], Iterator[tuple[Any, ...]]]
@@ -49,6 +49,7 @@ def run_cached(
 
     ``per_sample(*sample, causal)`` reduces each sample as it comes; results follow the text order.
     """
+    check_texts(texts)  # before the key: its digest reads every text
     texts = list(texts)
     key = cache_key(product, ref, texts, opts, hidden_states=hidden_states)
 

@@ -10,6 +10,7 @@ again instead of being trusted.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -43,6 +44,18 @@ from .parts import (
     sha256_of,
 )
 from .registry import OfflineModel
+
+
+def import_gguf() -> Any:
+    """The ``gguf`` package, or a ``ModelLoadError`` saying how to repair it (missing, or failing on import)."""
+    try:
+        import gguf
+    except Exception as exc:  # noqa: BLE001 - a broken install fails with any error type
+        raise ModelLoadError(
+            f"the gguf package, which converts the GGUF models, is missing or broken ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}); reinstall it: pip install --force-reinstall "
+            "--no-deps gguf (at the version requirements.txt pins)") from exc
+    return gguf
 
 
 def package_dir(om: OfflineModel) -> Path:
@@ -176,6 +189,22 @@ def converted_folder(om: OfflineModel) -> Path:
     return config.models_root() / f"{om.key}-fp32"
 
 
+def converted_fingerprint(om: OfflineModel) -> dict[str, str]:
+    """The sha256 of each file of ``om``'s converted copy, as its record holds them (for result-cache keys: a result
+    names the bytes it was computed from, not only the package's files). A missing or stale copy is converted
+    first; the bytes themselves are checked against the record when the model loads (``offline_folder``)."""
+    target = converted_folder(om)
+    try:
+        meta = json.loads((target / CONVERTED_META).read_text())
+        fresh = meta.get("source") == weights_fingerprint(om) and meta.get("files") == _files_of(target)
+    except (OSError, ValueError):
+        fresh = False
+    if not fresh or not isinstance(meta.get("sha256"), dict):
+        target, _ = offline_folder(om)
+        meta = json.loads((target / CONVERTED_META).read_text())
+    return dict(meta["sha256"])
+
+
 def offline_folder(om: OfflineModel) -> tuple[Path, str]:
     """A folder ``from_pretrained`` can read for an offline model (converting GGUF once, and again
     whenever the copy does not match its package)."""
@@ -199,9 +228,17 @@ def offline_folder(om: OfflineModel) -> tuple[Path, str]:
                 f"[sinkframes] {om.key}: the converted copy cannot be used ({problem}); converting again",
                 file=sys.stderr,
             )
-        if om.fmt in ("gguf", "gguf-parts", "zip-member") and importlib.util.find_spec("gguf") is None:
-            raise ModelLoadError(f"reading {om.key!r} needs the gguf package: pip install gguf accelerate")
-        convert_offline(om, pkg, target)
+        if om.fmt in ("gguf", "gguf-parts", "zip-member"):
+            import_gguf()
+        try:
+            convert_offline(om, pkg, target)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise ModelLoadError(
+                f"{om.key}: the disk is full while writing its converted copy under {target.parent} ({exc}); free "
+                f"space there, or point {config.MODELS_ENV} at a folder on a disk with room, then run again "
+                "(nothing else is lost: the partial copy is discarded)") from exc
     return target, om.quantization
 
 
@@ -216,9 +253,9 @@ def one_parse_per_file() -> Iterator[None]:
     ``__getitem__`` and ``__array_finalize__``, which took most of that time (Gemma 3's whole conversion: 52 s
     against 33 s on one thread, the converted files the same byte for byte).
     """
-    import gguf
     import numpy as np
 
+    gguf = import_gguf()
     original = gguf.GGUFReader
 
     class PlainArrayReader(original):  # type: ignore[misc,valid-type]
@@ -240,11 +277,11 @@ def one_parse_per_file() -> Iterator[None]:
             readers[key] = PlainArrayReader(path, mode)
         return readers[key]
 
-    gguf.GGUFReader = shared  # type: ignore[assignment,misc]
+    gguf.GGUFReader = shared
     try:
         yield
     finally:
-        gguf.GGUFReader = original  # type: ignore[misc]
+        gguf.GGUFReader = original
 
 
 def convert_offline(om: OfflineModel, pkg: Path, target: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import pickle
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ import torch
 
 from .. import config
 from .errors import ModelLoadError, hub_access_problem
-from .gguf import offline_folder, weights_fingerprint
+from .gguf import converted_fingerprint, offline_folder, weights_fingerprint
 from .parts import parts_installed
 from .registry import ENCODER_TYPES, OFFLINE_MODELS, PAPER_MODELS, family_of
 
@@ -213,6 +214,7 @@ def source_fingerprint(ref: str, revision: str | None = None) -> dict[str, Any]:
             "upstream": om.upstream,
             "package": om.pip,
             "weights": weights_fingerprint(om),
+            **({"converted_sha256": converted_fingerprint(om)} if om.converted else {}),
         }
     if ref.startswith(RANDOM_PREFIX):
         base = ref[len(RANDOM_PREFIX):]
@@ -257,9 +259,31 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ModelLoadError(f"unknown device {device!r}; use 'auto', 'cpu' or 'cuda' (or 'cuda:N')") from exc
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise ModelLoadError(f"device {device!r} cannot run the analyses (no real tensors there); "
+                             "use 'auto', 'cpu' or 'cuda' (or 'cuda:N')")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ModelLoadError(f"device {device!r} asked for, but this machine has no CUDA GPU; use 'cpu' or 'auto'")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ModelLoadError(f"device {device!r} asked for, but this machine has {torch.cuda.device_count()} CUDA "
+                             "GPU(s); use 'cuda:0' or 'auto'")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ModelLoadError(f"device {device!r} asked for, but this machine has no Apple GPU (MPS); "
+                             "use 'cpu' or 'auto'")
     return dev
+
+
+def _check_revision(ref: str, revision: str | None) -> None:
+    """Raise ``ModelLoadError`` when ``revision`` is given for a model that has none (it would be ignored)."""
+    if not revision:
+        return
+    kind = ("has random weights" if ref.startswith(("tiny:", RANDOM_PREFIX))
+            else "is an offline key (one fixed checkpoint)" if ref in OFFLINE_MODELS
+            else "is a local folder (one checkpoint)" if Path(ref).expanduser().is_dir() else None)
+    if kind:
+        raise ModelLoadError(f"revision {revision!r} given, but {ref!r} {kind} and has no revisions; a revision "
+                             "selects a checkpoint of a hub id (e.g. EleutherAI/pythia-160m with step1000): drop it, "
+                             "or name the hub id")
 
 
 def load(
@@ -282,6 +306,7 @@ def load(
         )
     torch_dtype = _torch_dtype(dtype)
     dev = resolve_device(device)
+    _check_revision(ref, revision)
     if ref.startswith("tiny:"):
         from .tiny import build_tiny
 
@@ -391,6 +416,19 @@ def _is_encoder_config(cfg: Any) -> bool:
     return getattr(cfg, "model_type", "") in ENCODER_TYPES
 
 
+def _weights(factory: Any, where: str, load_kwargs: dict[str, Any], ref: str) -> Any:
+    """``factory.from_pretrained(where, **load_kwargs)``, its failures as one ``ModelLoadError`` sentence."""
+    try:
+        return factory.from_pretrained(where, **load_kwargs)
+    except pickle.UnpicklingError as exc:
+        raise ModelLoadError(
+            f"the weights of {ref!r} are a pickled file (pytorch_model.bin) that holds more than tensors, and torch "
+            "refuses to run its code (weights_only): ask for safetensors weights, or convert a copy you trust "
+            "(load it once with weights_only=False, then save_pretrained a new folder)") from exc
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"could not load the weights of {ref!r}: {exc}") from exc
+
+
 def _from_folder_or_hub(
     where: str,
     dtype: torch.dtype,
@@ -439,10 +477,7 @@ def _from_folder_or_hub(
         load_kwargs.update(_bnb_kwargs(quantization, dtype))
         load_kwargs["device_map"] = "auto"
     factory = AutoModel if _is_encoder_config(cfg) else AutoModelForCausalLM
-    try:
-        model: Any = factory.from_pretrained(where, **load_kwargs)
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"could not load the weights of {ref!r}: {exc}") from exc
+    model = _weights(factory, where, load_kwargs, ref)
     if not quantization:
         model = model.to(device)
     model.eval()

@@ -35,7 +35,7 @@ class MemoryEstimate:
     parameters: int
     weights: int
     attention: int  # every layer's attention probabilities of one batch (kept for the analyses), plus one layer's
-    logits: int  # the language-model head's output for one batch (decoders)
+    logits: int  # the language-model head's output for one batch (decoders, where the caller runs the head)
     free: int | None  # free memory on the device (None: unknown)
     batch_size: int
     max_length: int
@@ -121,8 +121,11 @@ def _config(ref: str, revision: str | None) -> Any:
 
 
 def estimate(ref: str, *, dtype: str, device: torch.device, batch_size: int, max_length: int,
-             revision: str | None = None, quantization: str | None = None) -> MemoryEstimate | None:
-    """The memory estimate for ``ref`` (``None`` when its config cannot be read before loading)."""
+             revision: str | None = None, quantization: str | None = None, logits: bool = False
+             ) -> MemoryEstimate | None:
+    """The memory estimate for ``ref`` (``None`` when its config cannot be read before loading). ``logits``: the
+    caller runs the language-model head (the output-level check, Fisher); the attention pages run the backbone
+    alone, so its output is not counted for them."""
     from transformers import AutoModel, AutoModelForCausalLM
 
     from .loading import _is_encoder_config, _torch_dtype
@@ -143,8 +146,9 @@ def estimate(ref: str, *, dtype: str, device: torch.device, batch_size: int, max
     layers, heads = int(text.num_hidden_layers), int(text.num_attention_heads)
     # every layer's probabilities, kept in the weights' dtype, plus one layer's float32 scores and softmax
     attention = batch_size * heads * max_length * max_length * (layers * width + 2 * 4)
-    logits = 0 if _is_encoder_config(text) else batch_size * max_length * int(text.vocab_size) * max(width, 4)
-    return MemoryEstimate(ref, str(device), int(n_params), int(n_params * per_weight), int(attention), int(logits),
+    head = logits and not _is_encoder_config(text)
+    output = batch_size * max_length * int(text.vocab_size) * max(width, 4) if head else 0
+    return MemoryEstimate(ref, str(device), int(n_params), int(n_params * per_weight), int(attention), int(output),
                           free_bytes(device), batch_size, max_length, str(dtype), layers, heads)
 
 
@@ -167,12 +171,12 @@ def announced(ref: str) -> bool:
 
 
 def check(ref: str, *, dtype: str, device: torch.device, batch_size: int, max_length: int,
-          revision: str | None = None, quantization: str | None = None, show: bool | None = None
-          ) -> MemoryEstimate | None:
+          revision: str | None = None, quantization: str | None = None, show: bool | None = None,
+          logits: bool = False) -> MemoryEstimate | None:
     """Estimate, print (for hub models and folders, or as ``show`` says) and refuse with a ``ModelLoadError``
-    when the device cannot hold the weights and one batch."""
+    when the device cannot hold the weights and one batch (with its logits where ``logits``: see :func:`estimate`)."""
     est = estimate(ref, dtype=dtype, device=device, batch_size=batch_size, max_length=max_length,
-                   revision=revision, quantization=quantization)
+                   revision=revision, quantization=quantization, logits=logits)
     if est is None:
         return None
     if show if show is not None else announced(ref):

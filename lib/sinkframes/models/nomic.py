@@ -121,7 +121,9 @@ def _check_layout(reader: Any, hp: NomicHParams) -> None:
 
 def _torch_tensor(tensor: Any) -> torch.Tensor:
     """One GGUF tensor as float32 in torch's dimension order (GGUF lists dims innermost first)."""
-    import gguf
+    from .gguf import import_gguf
+
+    gguf = import_gguf()
 
     values = gguf.quants.dequantize(np.asarray(tensor.data), tensor.tensor_type)
     shape = tuple(int(d) for d in reversed(list(tensor.shape)))
@@ -316,7 +318,9 @@ def _save_model(state: dict[str, torch.Tensor], config: Any, out: Path) -> None:
 def convert_nomic_gguf(gguf_path: Path, out: Path) -> None:
     """Write a transformers folder (config.json, model.safetensors, tokenizer files) for NomicBertModel
     from the f16 GGUF of nomic-embed-text-v1.5."""
-    import gguf
+    from .gguf import import_gguf
+
+    gguf = import_gguf()
 
     reader = gguf.GGUFReader(str(gguf_path))
     hp = read_hparams(reader)

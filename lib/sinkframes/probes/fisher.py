@@ -446,7 +446,7 @@ def cached_fisher(
     key = cache_key({"kind": "fisher", "version": FISHER_VERSION}, ref, list(texts), o, mode=mode, seed=seed, **limits)
 
     def compute() -> dict[str, Any]:
-        lm = get_model(ref, o)
+        lm = get_model(ref, o, logits=True)
         if not lm.record.causal:  # an encoder: use its masked-LM head where the checkpoint has one
             lm = load_masked_lm(ref, dtype=o.dtype, device=o.device, revision=o.revision) or lm
         res = fisher_norms(lm, list(texts), mode=mode, seed=seed, progress=o.progress)

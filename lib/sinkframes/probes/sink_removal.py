@@ -204,7 +204,7 @@ def cached_output_check(
     key = cache_key({"kind": "output_check", "version": OUTPUT_CHECK_VERSION}, ref, list(texts), o, seed=seed)
 
     def compute() -> dict[str, Any]:
-        lm = get_model(ref, o)
+        lm = get_model(ref, o, logits=True)
         per = output_check(lm, list(texts), seed=seed, opts=o)
         return {"causal": lm.record.causal, "per_sentence": per.to_dict("list")}
 

@@ -24,20 +24,21 @@ if TYPE_CHECKING:
 
 
 @lru_cache(maxsize=1)
-def library_commit() -> str | None:
+def library_commit(full: bool = False) -> str | None:
     """The commit the library was installed from (``pip install git+...``), or of the checkout it
-    runs from (``+ local changes`` when ``lib/`` differs from it); ``None`` when neither is known."""
+    runs from (``+ local changes`` when ``lib/`` differs from it); ``None`` when neither is known.
+    Abbreviated to 10 characters for reading, whole with ``full`` (for an install cell to pin)."""
     try:
         raw = importlib.metadata.distribution("sinkframes").read_text("direct_url.json") or "{}"
         commit = json.loads(raw).get("vcs_info", {}).get("commit_id")
         if commit:
-            return str(commit)[:10]
+            return str(commit) if full else str(commit)[:10]
     except (importlib.metadata.PackageNotFoundError, ValueError):
         pass
     here = Path(__file__).resolve().parents[1]  # lib/sinkframes
     try:
         head = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "--short=10", "HEAD"],
+            ["git", "-C", str(here), "rev-parse", *([] if full else ["--short=10"]), "HEAD"],
             capture_output=True,
             text=True,
             timeout=10,
