@@ -107,7 +107,7 @@ def _gini(d):
 def reference_one(a: np.ndarray, t: float, variant: str) -> dict[str, float]:
     """A straightforward networkx computation of one graph, written from the definitions."""
     n = a.shape[0]
-    B = (a > t).astype(float)
+    B = (a > t * (1 + g.THRESHOLD_TOLERANCE)).astype(float)  # strictly above, round-off a tie
     if variant == "corrected":
         np.fill_diagonal(B, 0)
         G = nx.DiGraph()
@@ -515,3 +515,27 @@ def test_reducer_above_fifty_tokens_gives_eigenvalues_of_the_dense_spectrum():
             corrected = np.linalg.eigvalsh(np.diag(either.sum(1)) - either)
             assert float(out["corrected/lambda2"][ti, layer]) == pytest.approx(max(corrected[1], 0.0), abs=1e-9)
     assert arpack_graphs > 0  # the case reaches ARPACK
+
+
+@pytest.mark.parametrize("sentence", [False, True])
+def test_a_weight_equal_to_the_threshold_within_round_off_is_a_tie_and_never_an_edge(sentence):
+    """Two keys with identical states split a row exactly: 1/2 against the threshold 0.5 is no edge, whichever side of
+    0.5 the machine's last bit puts it; a weight clearly above is one."""
+    half = torch.tensor(0.5)
+    rows = []
+    for nudge in (0.0, 6e-8, -6e-8):  # 0.5 as computed exactly, one bit above, one bit below
+        a = torch.zeros(4, 4)
+        a[:, 0] = 1.0
+        a[3, 0], a[3, 1] = half + nudge, 1 - half - nudge
+        rows.append(a)
+    if sentence:
+        out = g.sentence_graph_metrics(torch.stack(rows), causal=True, thresholds=(0.5,))
+        density = out["corrected/density_allowed"].numpy()
+    else:
+        density = metrics(rows, thresholds=(0.5,))["corrected/density_allowed"]
+    assert density[0, 0] == density[0, 1] == density[0, 2]  # the same graph for all three
+    above = torch.zeros(4, 4)
+    above[:, 0] = 1.0
+    above[3, 0], above[3, 1] = 0.49, 0.51
+    edges = metrics([rows[0], above], thresholds=(0.5,))["corrected/density_allowed"]
+    assert edges[0, 1] > edges[0, 0]  # 0.51 passes where 0.5 does not

@@ -1,6 +1,9 @@
 """Threshold graphs of attention and their Laplacian spectra, computed in batches.
 
-A threshold graph keeps the pairs whose attention weight is strictly above ``t``. Everything here
+A threshold graph keeps the pairs whose attention weight is strictly above ``t``; a weight within round-off of
+``t`` (a relative :data:`THRESHOLD_TOLERANCE`) is a tie and is not above it, so that the CPU's last bits never
+decide an edge (two keys with identical hidden states split a query's attention exactly, and 1/2 or 1/4 of a row
+can meet a threshold; computed on another machine, the same weight lands on either side of it). Everything here
 works on a padded batch of square matrices ``[graph, N, N]`` with their true sizes ``[graph]``
 (graphs = samples x layers, or samples x layers x heads), for all thresholds at once, with one
 ``torch.linalg.eigvalsh`` call per batch instead of one networkx graph at a time.
@@ -50,6 +53,15 @@ from ..tensors import require_finite
 from ..types import MODES, Mode, check_mode
 from .arpack import eigsh_smallest_dense
 
+#: how far above a threshold, relative to it, a weight must be to count as above it: a float32 softmax weight carries
+#: a relative round-off of about 1e-7 per operation, and the forward passes of two machines add their own; 1e-5 is
+#: about a hundred units of the last bit, and a thousand times finer than the closest two thresholds of the paper
+THRESHOLD_TOLERANCE = 1e-5
+
+
+def above(t: torch.Tensor) -> torch.Tensor:
+    """The value a weight must exceed to be above threshold ``t`` (a weight within round-off of ``t`` is a tie)."""
+    return t * (1.0 + THRESHOLD_TOLERANCE)
 #: the thresholds of the paper (Sec. 4) and of ``laplacian.ipynb``
 PAPER_THRESHOLDS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 #: the list in ``fiedler.ipynb``: 0.5 where the paper has 0.05
@@ -283,7 +295,7 @@ def threshold_graph_metrics(
     valid = _valid(sizes, N)  # [graph, N]
     pair = valid[:, :, None] & valid[:, None, :]  # [graph, N, N]
     t = torch.tensor(list(thresholds), dtype=a.dtype, device=a.device)
-    B = (a[None] > t[:, None, None, None]) & pair[None]  # [threshold, graph, query, key]
+    B = (a[None] > above(t)[:, None, None, None]) & pair[None]  # [threshold, graph, query, key]
     Bf = B.to(a.dtype)  # [threshold, graph, query, key]; float sums are much faster than bool ones
     loops = Bf.diagonal(dim1=-2, dim2=-1)  # [threshold, graph, node] self-loops
     deg = Bf.sum(-2)  # in-degree, self-loop counted (the official convention)
@@ -397,7 +409,7 @@ def sentence_graph_metrics(
     a = att.float()
     G, N, _ = a.shape
     t = torch.tensor(list(thresholds), dtype=a.dtype, device=a.device)
-    B = a[None] > t[:, None, None, None]  # [threshold, graph, query, key]
+    B = a[None] > above(t)[:, None, None, None]  # [threshold, graph, query, key]
     sizes = torch.full((G,), N, dtype=torch.long, device=a.device)
     valid = torch.ones(G, N, dtype=torch.bool, device=a.device)  # [graph, node]
     full = valid[None].expand(len(t), G, N)
@@ -447,14 +459,14 @@ class SpectralReducer:
     ``per_head``, ``{"head/<metric>": [layer, head]}`` for the corrected variant's degree statistics
     at ``head_threshold`` (per-head spectra at every threshold would cost more than the forward pass).
     ``version`` enters cache keys: bump it when the output
-    changes (8: ARPACK's restarts seeded).
+    changes (8: ARPACK's restarts seeded; 9: a weight within round-off of a threshold is not above it).
     """
 
     per_head: bool = True
     head_threshold: float = 0.05
     head_metrics: tuple[str, ...] = ("star_basic", "centralization", "density_allowed")
     name: str = "spectral"
-    version: int = 8
+    version: int = 9
     thresholds: tuple[float, ...] = field(default=ALL_THRESHOLDS)
 
     def key(self) -> dict:
