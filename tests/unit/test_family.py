@@ -81,8 +81,14 @@ def test_only_the_claims_an_appendix_decides_itself_are_saved_by_its_page(tmp_pa
     assert stored["appendix_j_pythia"].profile == "paper"
     fr_llama = family.FamilyResults(family.family_of("llama"), ["smollm2"], False)
     fr_llama.evaluated = [Verdict("E.kl_negative", "smollm2", "holds", "supported")]
-    assert family.save_own_verdicts(fr_llama, "offline", {}) == []
-    assert set(verdicts.load_all(tmp_path)) == {"appendix_j_pythia"}
+    assert family.save_own_verdicts(fr_llama, "offline", {}) == []  # nothing of its own to count ...
+    stored = verdicts.load_all(tmp_path)
+    assert stored["appendix_e_llama"].verdicts == []  # ... and its reading of a section page's claim kept apart
+    assert [v.claim for v in stored["appendix_e_llama"].readings] == ["E.kl_negative"]
+    assert [v.claim for v in stored["appendix_j_pythia"].readings] == ["J.betti1_zero"]
+    fr_check = family.FamilyResults(family.family_of("phi"), ["tiny:phi"], True)
+    fr_check.evaluated = [Verdict("I.kl_early_late", "tiny:phi", "holds", "supported")]
+    assert family.save_own_verdicts(fr_check, "smoke", {}) == [] and "appendix_i_phi" not in verdicts.load_all(tmp_path)
 
 
 def test_a_page_not_run_opens_with_a_warning_that_says_how_to_run_it():

@@ -349,16 +349,48 @@ def own_claims(key: str) -> list[Claim]:
 
 
 def save_own_verdicts(fr: FamilyResults, profile: str, inputs: dict[str, Any]) -> list[verdicts.Verdict]:
-    """Save, for the scorecard, the verdicts of :func:`own_claims` (the other claims of the appendix are
-    saved by the section pages that decide them); nothing for a pipeline check or a family with none."""
+    """Save, for the scorecard, the verdicts of :func:`own_claims`, and this page's reading of the appendix's other
+    claims, which the section pages decide: the scorecard counts the first and sets the second beside the section
+    pages' verdicts (``report.reconcile``). Nothing for a pipeline check or a page with neither."""
     from ..book.page import model_records
 
     ids = {c.id for c in own_claims(fr.family.key)}
-    if fr.pipeline_check or not ids:
+    if fr.pipeline_check:
         return []
-    found = [v for v in family_verdicts(fr) if v.claim in ids]
-    verdicts.save(page_id(fr.family.key), profile, found, models=model_records(fr.all()), inputs=inputs)
+    everything = family_verdicts(fr)
+    found = [v for v in everything if v.claim in ids]
+    readings = [v for v in everything if v.claim not in ids]
+    if found or readings:
+        verdicts.save(page_id(fr.family.key), profile, found, models=model_records(fr.all()), inputs=inputs,
+                      readings=readings)
     return found
+
+
+def decided_elsewhere_note(fr: FamilyResults, profile: str, n_sentences: int) -> str:
+    """Which of the appendix's claims a section page decides for the scorecard, and on how many sentences (from the
+    manifest): this page's verdicts on them are its own reading, set beside the section page's on the scorecard."""
+    from ..book.manifest import ManifestError, reader_manifest
+
+    found = family_verdicts(fr)
+    own = {c.id for c in own_claims(fr.family.key)}
+    elsewhere: dict[str, list[str]] = {}
+    for cid in dict.fromkeys(v.claim for v in found if v.claim not in own):
+        elsewhere.setdefault(CLAIMS_BY_ID[cid].page or "", []).append(cid)
+    if not elsewhere:
+        return ""
+    m = reader_manifest()
+    parts = []
+    for pid, ids in elsewhere.items():
+        try:
+            page = m.page(pid) if m is not None else None
+        except ManifestError:
+            page = None
+        n = page.parameters.get(profile, {}).get("n_sentences") if page is not None else None
+        title = page.title if page is not None else pid
+        parts.append(f"{', '.join(f'`{c}`' for c in ids)} on *{title}*" + (f" ({n} sentences)" if n else ""))
+    return ("Decided once, on their section page, for the scorecard: " + "; ".join(parts) + ". Their rows below are "
+            f"this page's own reading on its {n_sentences} sentences; the scorecard's *Claims read twice* sets "
+            "each beside the section page's verdict and says where the two differ.")
 
 
 def verdict_table(fr: FamilyResults) -> pd.DataFrame:

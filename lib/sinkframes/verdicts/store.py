@@ -31,11 +31,16 @@ class PageVerdicts:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)  # n_sentences, dataset, seed
     registry: dict[str, Any] = field(default_factory=dict)  # the registry version and fingerprint decided with
+    #: an appendix's own reading of claims a section page decides (not counted: the scorecard sets them beside the
+    #: section page's verdicts, ``report.reconcile``)
+    readings: list[Verdict] = field(default_factory=list)
 
 
 def save(page: str, profile: str, verdicts: list[Verdict], directory: Path | None = None,
-         models: dict[str, dict[str, Any]] | None = None, inputs: dict[str, Any] | None = None) -> Path:
-    """Write ``verdicts`` of ``page`` (run under ``profile`` on ``models``) to ``<folder>/<page>.json``."""
+         models: dict[str, dict[str, Any]] | None = None, inputs: dict[str, Any] | None = None,
+         readings: list[Verdict] | None = None) -> Path:
+    """Write ``verdicts`` of ``page`` (run under ``profile`` on ``models``) to ``<folder>/<page>.json``; ``readings``:
+    the page's own reading of claims another page decides (see :class:`PageVerdicts`)."""
     d = directory or folder()
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{page}.json"
@@ -44,6 +49,8 @@ def save(page: str, profile: str, verdicts: list[Verdict], directory: Path | Non
 
     body = {"page": page, "profile": profile, "models": models or {}, "inputs": inputs or {},
             "registry": stamp(), "verdicts": [v.to_json() for v in verdicts]}
+    if readings:
+        body["readings"] = [v.to_json() for v in readings]
     tmp.write_text(json.dumps(body, indent=1, sort_keys=True, default=_plain) + "\n")
     os.replace(tmp, path)
     return path
@@ -68,7 +75,8 @@ def load_all(directory: Path | None = None, profile: str | None = None) -> dict[
             out[str(raw["page"])] = PageVerdicts(str(raw["page"]), str(raw["profile"]),
                                                  [Verdict.from_json(v) for v in raw["verdicts"]],
                                                  dict(raw.get("models", {})), dict(raw.get("inputs", {})),
-                                                 dict(raw.get("registry", {})))
+                                                 dict(raw.get("registry", {})),
+                                                 [Verdict.from_json(v) for v in raw.get("readings", [])])
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path} is not a verdict file ({exc}); delete it and re-run its page") from exc
     return out

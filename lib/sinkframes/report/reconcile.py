@@ -1,0 +1,92 @@
+"""Claims read twice: a section page decides a claim for the scorecard, and a family appendix reads it again on
+its own sentences. The scorecard counts the section page's verdict once and sets the appendix's reading beside it
+here, saying where the two differ, so that a reader who meets both pages meets one account of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..verdicts import PageVerdicts, Verdict
+from ..verdicts.verdict import INCONCLUSIVE, NOT_EVALUATED
+
+#: statuses that are not a decision: a reading that differs from a decision only by being one of these is not a
+#: contradiction, and is counted apart
+UNDECIDED = (INCONCLUSIVE, NOT_EVALUATED)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One claim, model and question: the verdict a section page decided and an appendix's reading of it."""
+
+    decided: Verdict
+    decided_on: str  # page id
+    decided_n: int | None
+    reading: Verdict
+    read_on: str  # page id
+    read_n: int | None
+
+    @property
+    def agreement(self) -> str:
+        """``"agree"``, ``"differ"`` (two decisions that are not the same) or ``"one undecided"``."""
+        if self.decided.status == self.reading.status:
+            return "agree"
+        if self.decided.status in UNDECIDED or self.reading.status in UNDECIDED:
+            return "one undecided"
+        return "differ"
+
+
+def pairs(saved: dict[str, PageVerdicts]) -> list[Pair]:
+    """Every appendix reading that a section page's saved verdict answers, in page and claim order."""
+    decided = {(v.claim, v.model, v.question): (pid, v) for pid, pv in saved.items() for v in pv.verdicts}
+    out = []
+    for pid, pv in saved.items():
+        for r in pv.readings:
+            hit = decided.get((r.claim, r.model, r.question))
+            if hit is None or hit[0] == pid:
+                continue
+            on, v = hit
+            out.append(Pair(v, on, _n(saved[on]), r, pid, _n(pv)))
+    return out
+
+
+def _n(pv: PageVerdicts) -> int | None:
+    n = pv.inputs.get("n_sentences")
+    return int(n) if isinstance(n, (int, float)) else None
+
+
+def summary(found: list[Pair]) -> str:
+    """One paragraph: how many readings agree with the section page's verdict, and which differ."""
+    if not found:
+        return ("No appendix read a claim that a section page decides, so every claim here was read once "
+                "(run the family appendices to see them read twice).")
+    holds = [p for p in found if p.decided.question == "holds"]
+    agree = sum(p.agreement == "agree" for p in holds)
+    differ = [p for p in holds if p.agreement == "differ"]
+    undecided = sum(p.agreement == "one undecided" for p in holds)
+    text = (f"Of {len(holds)} *holds?* verdicts that an appendix read again on its own sentences, {agree} agree with "
+            f"the section page's, {len(differ)} differ and in {undecided} one of the two is undecided. The scorecard "
+            "counts the section page's verdict; the appendix's reading is a second, smaller draw of sentences")
+    if differ:
+        named = "; ".join(f"`{p.decided.claim}` on `{p.decided.model}` ({p.decided.status} on {p.decided_on}, "
+                          f"{p.reading.status} on {p.read_on})" for p in differ)
+        text += f". They differ on: {named}"
+    return text + "."
+
+
+def table(found: list[Pair]) -> pd.DataFrame:
+    """One row per pair: claim, model, question, each page's status and estimate with its sentence count."""
+    rows = []
+    for p in found:
+        rows.append({"claim": p.decided.claim, "model": p.decided.model, "question": p.decided.question,
+                     "section page": f"{p.decided_on} ({p.decided_n or '?'} sentences)",
+                     "its verdict": _status(p.decided),
+                     "appendix": f"{p.read_on} ({p.read_n or '?'} sentences)",
+                     "appendix's reading": _status(p.reading),
+                     "": p.agreement})
+    return pd.DataFrame(rows)
+
+
+def _status(v: Verdict) -> str:
+    return f"{v.status}: {v.estimate.text()}" if v.estimate is not None else v.status
