@@ -39,3 +39,33 @@ def test_only_headline_claims_are_decided_again():
     assert {"3.1.centralized", "1.bos_share", "5.1.star"} <= keep and "5.4.entropy" not in keep
     vs = [V.Verdict("5.4.entropy", "m", "holds", V.SUPPORTED), V.Verdict("5.1.star", "m", "holds", V.SUPPORTED)]
     assert [v.claim for v in headline_only(vs)] == ["5.1.star"]
+
+
+def test_two_halves_that_decide_a_claim_two_ways_make_it_unstable():
+    from sinkframes.verdicts.draws import UNSTABLE_HALVES, across_halves
+
+    whole = [V.Verdict("5.1.kl_negative", "m", "holds", V.SUPPORTED, E(-0.2, -0.3, -0.1)),
+             V.Verdict("1.removal_hurts", "m", "holds", V.SUPPORTED, E(0.5, 0.4, 0.6)),
+             V.Verdict("later.first_physical", "m", "holds", V.NOT_SUPPORTED, E(0.2, 0.1, 0.3)),
+             V.Verdict("5.4.entropy", "m", "holds", V.SUPPORTED, E(-1.0, -1.1, -0.9))]
+    first = [V.Verdict("5.1.kl_negative", "m", "holds", V.SUPPORTED, E(-0.2, -0.35, -0.05)),
+             V.Verdict("1.removal_hurts", "m", "holds", V.SUPPORTED, E(0.5, 0.3, 0.7)),
+             V.Verdict("later.first_physical", "m", "holds", V.NOT_SUPPORTED, E(0.2, 0.0, 0.4))]
+    second = [V.Verdict("5.1.kl_negative", "m", "holds", V.NOT_SUPPORTED, E(0.1, 0.05, 0.15)),
+              V.Verdict("1.removal_hurts", "m", "holds", V.INCONCLUSIVE, E(0.5, -0.1, 1.1)),
+              V.Verdict("later.first_physical", "m", "holds", V.NOT_SUPPORTED, E(0.2, 0.0, 0.4))]
+    out = {v.claim: v for v in across_halves(whole, first, second)}
+    assert out["5.1.kl_negative"].status == V.INCONCLUSIVE and UNSTABLE_HALVES in out["5.1.kl_negative"].reason
+    assert [d["draw"] for d in out["5.1.kl_negative"].extra["draws"]] == ["first half", "second half"]
+    assert out["1.removal_hurts"].status == V.SUPPORTED
+    assert "a half of the sentences alone did not decide it (second: inconclusive)" in out["1.removal_hurts"].reason
+    assert out["later.first_physical"].status == V.NOT_SUPPORTED and not out["later.first_physical"].reason
+    assert out["5.4.entropy"] is whole[3]
+
+
+def test_the_halves_are_disjoint_and_cover_the_sentences():
+    from sinkframes.analyses.base import split_halves
+
+    for n in (1, 2, 7, 40, 100):
+        a, b = split_halves(n)
+        assert not set(a) & set(b) and sorted([*a, *b]) == list(range(n)) and abs(len(a) - len(b)) <= 1

@@ -87,6 +87,33 @@ class ModelResult:
 TWIN = "twin"
 
 
+#: where a result keeps the same analysis on each of two disjoint halves of its sentences (``attach_halves``)
+HALVES = "halves"
+
+
+def split_halves(n: int) -> tuple[range, range]:
+    """The sentence positions of two disjoint halves of ``n`` sentences, in draw order. A page's sentences are a
+    seeded random draw, so each half is a random draw of half as many, independent of the other: the headline
+    claims of the pages whose passes are too costly to run on a second draw are decided on both halves."""
+    h = n // 2
+    return range(0, h), range(h, n)
+
+
+def attach_halves(result: ModelResult, make: Callable[[int], ModelResult]) -> ModelResult:
+    """``result`` with ``make(k)`` (the same analysis on half ``k`` of its sentences, from the same passes) kept
+    in ``result.data[HALVES]``; a twin's halves are paired with the result's by :func:`with_twin`."""
+    result.data[HALVES] = [make(0), make(1)]
+    return result
+
+
+def halves(results: list[ModelResult]) -> tuple[Results, Results] | None:
+    """The results on each half of the sentences (``attach_halves``), model by model; ``None`` unless every
+    result has them."""
+    if not results or any(HALVES not in r.data for r in results):
+        return None
+    return Results(r.data[HALVES][0] for r in results), Results(r.data[HALVES][1] for r in results)
+
+
 def with_twin(result: ModelResult, run: Callable[[str], ModelResult]) -> ModelResult:
     """``result`` with ``run(twin ref)`` kept in ``result.data[TWIN]``: the same analysis, on the same texts and
     options, of the model's random-initialized twin (same architecture and configuration, random weights).
@@ -102,6 +129,8 @@ def with_twin(result: ModelResult, run: Callable[[str], ModelResult]) -> ModelRe
     twin = f"{RANDOM_PREFIX}{result.ref}"
     try:
         result.data[TWIN] = run(twin)
+        for half, twin_half in zip(result.data.get(HALVES, []), result.data[TWIN].data.get(HALVES, []), strict=False):
+            half.data[TWIN] = twin_half  # each half's null is the twin on the same sentences
     except Exception as exc:  # noqa: BLE001 - the trained model's result must survive its null's failure
         warnings.warn(f"`{twin}` failed in the {result.analysis} analysis ({type(exc).__name__}: {exc}); the "
                       f"verdicts of `{result.ref}` go without the random-initialized twin's null", RuntimeWarning,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,7 @@ from ..verdicts.measures import (
     with_parts,
 )
 from ..verdicts.verdict import Estimate
-from .base import ModelResult, Results, each_model, register_tables, with_twin
+from .base import ModelResult, Results, attach_halves, each_model, register_tables, split_halves, with_twin
 from .structureless import null_summaries
 
 ANALYSIS = "information"
@@ -199,7 +199,30 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
         r.data["output"] = sink_removal.cached_output_check(ref, texts[:n_output], seed=seed, opts=o)
     if n_fisher:
         r.data["fisher"] = {m: fisher_mod.cached_fisher(ref, texts[:n_fisher], m, seed=seed, opts=o) for m in MODES}
+    attach_halves(r, lambda k: half_of(r, k))
     return with_twin(r, lambda t: analyse_model(t, texts, o, n_output=0, n_fisher=0, seed=seed)) if twin else r
+
+
+def half_of(r: ModelResult, k: int) -> ModelResult:
+    """``r`` on half ``k`` of its sentences (``base.split_halves``), each suite halved over its own sentences: the
+    KL suite over the page's, the output check over its first ``n_output``, Fisher over its first ``n_fisher``."""
+    part = split_halves(r.n_sentences)[k]
+    half = ModelResult(analysis=ANALYSIS, record=r.record, n_sentences=len(part),
+                       samples={name: a[part.start:part.stop] for name, a in r.samples.items()},
+                       data={"output": None, "fisher": {}}, params=dict(r.params))
+    half.layers = model_layers(half, "corrected")
+    if "output_unavailable" in r.data:
+        half.data["output_unavailable"] = r.data["output_unavailable"]
+    out = r.data.get("output")
+    if out is not None:
+        per = out.per_sentence
+        keep = split_halves(int(per["sentence"].max()) + 1)[k]
+        half.data["output"] = sink_removal.summarize_check(out.ref, out.causal, per[per["sentence"].isin(keep)],
+                                                            seed=_seed(r))
+    for mode, f in (r.data.get("fisher") or {}).items():
+        keep = split_halves(int(f.values["sentence"].max()) + 1)[k]
+        half.data["fisher"][mode] = replace(f, values=f.values[f.values["sentence"].isin(keep)])
+    return half
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, n_output: int = 50,

@@ -50,7 +50,7 @@ from ..probes import positions as probe
 from ..types import Mode, RunOptions
 from ..verdicts.measures import BOOT, NULLS, boot, measure, seed_of, shape_measure, with_parts
 from ..verdicts.verdict import Estimate, not_applicable
-from .base import ModelResult, Results, each_model, register_tables, with_twin
+from .base import ModelResult, Results, attach_halves, each_model, register_tables, split_halves, with_twin
 from .structureless import uniform_attention
 
 ANALYSIS = "positions"
@@ -243,7 +243,17 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     result.data["skipped"] = skipped
     result.from_cache = all(hits)
     result.params.update(asdict(o))
+    attach_halves(result, lambda k: _half(record, passes, k, seed, result.params))
     return with_twin(result, lambda t: analyse_model(t, texts, o, seed=seed, twin=False)) if twin else result
+
+
+def _half(record: dict[str, Any], passes: dict[str, tuple[probe.Intervention, list[dict[str, Any]]]], k: int,
+          seed: int, params: dict[str, Any]) -> ModelResult:
+    """The result of the same passes on half ``k`` of the sentences (``base.split_halves``)."""
+    part = split_halves(len(next(iter(passes.values()))[1]))[k]
+    half = from_passes(record, {name: (iv, [s[i] for i in part]) for name, (iv, s) in passes.items()}, seed)
+    half.params.update(params)
+    return half
 
 
 def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None, *, seed: int = 0, twin: bool = True,

@@ -67,15 +67,19 @@ class PageSetup:
         return corpus.disjoint_draw(self.sentences, seed=self.seed, dataset=self.dataset,
                                     csv_path=self.csv_path)["text"].tolist()
 
-    def verdicts(self, page_id: str, results: list[Any], show: bool = True, again: list[Any] | None = None
-                 ) -> list[Any]:
+    def verdicts(self, page_id: str, results: list[Any], show: bool = True, again: list[Any] | None = None,
+                 halves: tuple[list[Any], list[Any]] | None = None) -> list[Any]:
         """Both verdicts of every registry claim the ``results`` test; saved for the scorecard
         (``verdicts.store``) and, with ``show``, shown as the verdict table (:meth:`verdict_table`). A page
         computes them where its results exist, shows :meth:`result_box` there and the table at its end.
         ``again``: the same analysis on :attr:`second_texts`; the headline claims are then decided on both draws
-        (``verdicts.draws``)."""
+        (``verdicts.draws``). ``halves``: the results on the two disjoint halves of the page's sentences
+        (``analyses.base.halves``), for pages too costly for a second draw: the headline claims are checked on
+        both (``verdicts.draws.across_halves``)."""
         inputs = self.inputs if again is None else {**self.inputs, "second_draw_sentences": len(self.second_texts)}
-        return save_verdicts(page_id, self.profile, results, inputs, show, again)
+        if halves is not None:
+            inputs = {**inputs, "halves_sentences": [halves[0][0].n_sentences, halves[1][0].n_sentences]}
+        return save_verdicts(page_id, self.profile, results, inputs, show, again, halves)
 
     def result_box(self, found: list[Any], empty: str = "") -> None:
         """The box at the top of the page: what its verdicts ``found`` say, in at most three bullets
@@ -148,17 +152,24 @@ def show_verdict_table(found: list[Any], profile: str, untested: list[tuple[str,
 
 
 def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[str, Any], show: bool = True,
-                  again: list[Any] | None = None) -> list[Any]:
+                  again: list[Any] | None = None, halves: tuple[list[Any], list[Any]] | None = None) -> list[Any]:
     """Both verdicts of every registry claim the ``results`` test (those comparing models once for the group),
     saved for the scorecard with the page's ``inputs`` (a page with no sentence set, such as the controlled grid,
     calls this directly). ``again``: the same analysis on a second, disjoint draw; the headline claims are then
-    decided on both (``verdicts.draws.across_draws``)."""
+    decided on both (``verdicts.draws.across_draws``); ``halves``: the results on two disjoint halves of the page's
+    sentences, on which the headline claims are checked (``verdicts.draws.across_halves``)."""
     from .. import verdicts as v
-    from ..verdicts.draws import across_draws, headline_only
+    from ..verdicts.draws import across_draws, across_halves, headline_claims, headline_only
+
+    def headline(found_on: list[Any]) -> list[Any]:
+        return headline_only(v.evaluate(found_on, only=headline_claims())
+                             + v.evaluate_comparisons(found_on, page=page_id))
 
     found = v.evaluate(results) + v.evaluate_comparisons(results, page=page_id)
     if again is not None:
-        found = across_draws(found, headline_only(v.evaluate(again) + v.evaluate_comparisons(again, page=page_id)))
+        found = across_draws(found, headline(again))
+    if halves is not None:
+        found = across_halves(found, headline(halves[0]), headline(halves[1]))
     v.save(page_id, profile, found, models=model_records(results), inputs=inputs)
     if show:
         show_verdict_table(found, profile, [])

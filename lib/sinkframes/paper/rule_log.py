@@ -24,7 +24,7 @@ from .claims import CLAIMS, CLAIMS_BY_ID
 
 #: how verdicts are inferred from estimates and nulls (``verdicts.rules.decide_all``); a change to it is an entry
 #: of the log about every claim
-INFERENCE = "difference-from-each-null/1; headline-claims-on-two-draws/1"
+INFERENCE = "difference-from-each-null/1; headline-claims-on-two-draws/1; headline-claims-on-two-halves/1"
 EVERY_CLAIM = "every claim"
 
 

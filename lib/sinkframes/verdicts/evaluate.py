@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -102,11 +102,14 @@ def null_rows(rows: list[NullCheck]) -> list[dict[str, Any]]:
              "difference": r.how} for r in rows]
 
 
-def evaluate_model(result: ModelResult) -> list[Verdict]:
-    """Both verdicts for every claim ``result`` can test (each null computed once, when needed)."""
+def evaluate_model(result: ModelResult, only: Collection[str] | None = None) -> list[Verdict]:
+    """Both verdicts for every claim ``result`` can test (each null computed once, when needed); ``only``: just
+    the claims with these ids."""
     nulls = _Nulls(result)
     out = []
     for claim in claims_of(result):
+        if only is not None and claim.id not in only:
+            continue
         m = registered()[claim.measure]
         for question, mode in QUESTIONS.items():
             est = m.fn(result, mode)  # type: ignore[arg-type]
@@ -124,6 +127,6 @@ def evaluate_model(result: ModelResult) -> list[Verdict]:
     return out
 
 
-def evaluate(results: Sequence[ModelResult]) -> list[Verdict]:
-    """:func:`evaluate_model` for each result, in order."""
-    return [v for r in results for v in evaluate_model(r)]
+def evaluate(results: Sequence[ModelResult], only: Collection[str] | None = None) -> list[Verdict]:
+    """:func:`evaluate_model` for each result, in order (``only``: just the claims with these ids)."""
+    return [v for r in results for v in evaluate_model(r, only)]
