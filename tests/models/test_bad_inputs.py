@@ -1,5 +1,13 @@
 """Faults that must never become a wrong number or lost work: non-finite attention, failed cache
-writes, reducers that cannot be told apart in the cache."""
+writes, reducers that cannot be told apart in the cache, bad parameters, texts and devices, and the faults that
+printed a traceback instead of one sentence.
+
+The reliability cases live here and beside it: weights and converted copies checked against pinned sha256
+(``tests/unit/test_pinned_weights.py``, ``tests/unit/test_converted_key.py``), concurrent builds and the result
+cache's stored key (``tests/unit/test_cache_lock.py``, ``tests/unit/test_cache.py``), hashed page-cache entries
+(``tests/book/test_page_cache.py``), builds stopped by TERM, KILL and Ctrl-C (``tests/book/test_workers_stop.py``),
+the custom label of edited parameters (``tests/book/test_profile_label.py``) and the memory check
+(``tests/rehearsal/test_memory.py``)."""
 
 from __future__ import annotations
 
