@@ -40,3 +40,34 @@ def test_the_signatures_sentence_names_what_holds_in_every_model_and_counts_the_
         " 1 cannot be told from their nulls" in text
     words = re.sub(r"\(#[^)]*\)", "", text).split()
     assert len(words) < 200
+
+
+def test_the_introduction_holds_the_answer_of_the_committed_verdicts():
+    """``make book`` writes the answer into ``book/intro.md`` from the verdicts it saved: the committed copy is the
+    answer of the committed verdicts, its links lead to the scorecard's rows."""
+    from pathlib import Path
+
+    from sinkframes.report.answer import SCORECARD_HTML, intro_block
+    from sinkframes.verdicts import load_all
+
+    root = Path(__file__).resolve().parents[2] / "book"
+    block = intro_block(load_all(root / "verdicts", "offline"))
+    assert block in (root / "intro.md").read_text(), "run `make book` (it writes the answer into book/intro.md)"
+    assert f'<a href="{SCORECARD_HTML}#claim-3-1-centralized">' in block
+
+
+def test_the_answer_is_written_between_its_markers_and_a_file_without_them_is_refused(tmp_path):
+    import pytest
+
+    from sinkframes.report.answer import INTRO_END, INTRO_START, write_intro
+
+    page = tmp_path / "intro.md"
+    page.write_text(f"# Title\n\n{INTRO_START}\nold answer\n{INTRO_END}\n\nmore\n")
+    assert write_intro(page, _saved()) is True
+    text = page.read_text()
+    assert "old answer" not in text and text.startswith("# Title") and text.endswith("more\n")
+    assert "**Does the typology hold?**" in text
+    assert write_intro(page, _saved()) is False  # nothing changed: the file is left alone
+    (tmp_path / "bare.md").write_text("# Title\n")
+    with pytest.raises(ValueError, match="has no answer block"):
+        write_intro(tmp_path / "bare.md", _saved())

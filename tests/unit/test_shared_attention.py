@@ -154,6 +154,25 @@ def test_pages_start_longest_first_by_the_time_they_last_took(tmp_path, monkeypa
     assert [page.id for _, page in plan.start_order(numbered)] == ["a", "b", "c", "d"]  # no profile: the flag
 
 
+def test_a_page_keeps_its_longest_time_and_a_fresh_cache_starts_from_the_packaged_cold_build(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv("SINKFRAMES_CACHE", str(tmp_path / "cache"))
+    cold = tmp_path / "cold.json"
+    cold.write_text(json.dumps({"offline": {"c": 1100.0, "b": 700.0}}))
+    monkeypatch.setattr(plan, "COLD_DURATIONS", cold)
+    numbered = list(enumerate([_page("a"), _page("b"), _page("c"), _page("d")], 1))
+    assert [page.id for _, page in plan.start_order(numbered, "offline")] == ["c", "b", "a", "d"]  # a fresh clone
+    plan.record_duration("c", "offline", 40.0)  # a run that reused cached results
+    plan.record_duration("b", "offline", 900.0)
+    plan.record_duration("b", "offline", 30.0)
+    assert plan.measured_durations("offline") == {"c": 40.0, "b": 900.0}
+    assert [page.id for _, page in plan.start_order(numbered, "offline")] == ["b", "c", "a", "d"]
+    monkeypatch.undo()
+    shipped = json.loads(plan.COLD_DURATIONS.read_text())["offline"]  # the cold build's times, every page
+    assert {p.id for p in load_manifest().pages} <= set(shipped)
+
+
 def test_the_plan_reads_the_values_the_template_sets(tmp_path):
     """A value the manifest leaves out comes from the template's ``parameters`` cell, else from ``page.setup``'s
     and ``RunOptions``' defaults: the plan keeps no copy of them."""

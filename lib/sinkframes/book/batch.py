@@ -172,6 +172,20 @@ def build(
         return 1
 
 
+#: the profile whose verdicts the book's introduction answers with (its default pages)
+INTRO_PROFILE = "offline"
+
+
+def _write_intro_answer(root: Path) -> None:
+    """The answer in ``book/intro.md``, from the verdicts the pages just saved (``report.answer.write_intro``)."""
+    from ..report.answer import write_intro
+    from ..verdicts import load_all
+
+    book = root / "book"
+    if write_intro(book / "intro.md", load_all(book / "verdicts", INTRO_PROFILE)):
+        print("[sinkframes] book/intro.md: the answer written again from the new verdicts", flush=True)
+
+
 def _build_locked(chosen: list[Page], profile: str, root: Path, out: Path | None, html: bool, jobs: int,
                   executor: str, ray_address: str | None, reuse: bool) -> int:
     """:func:`build` once its folder is locked and its parameters are checked."""
@@ -191,6 +205,8 @@ def _build_locked(chosen: list[Page], profile: str, root: Path, out: Path | None
         else:
             failures += executors.run_here(first, n, profile, root, out, reuse)
     failures += [f for k, page in last if (f := run_one(k, n, page, profile, root, out))]
+    if out is None and profile == INTRO_PROFILE and not failures:
+        _write_intro_answer(root)
     status = 0
     if failures:
         _report(failures, len(chosen))

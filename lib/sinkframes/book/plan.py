@@ -41,19 +41,30 @@ def _durations_file() -> Path:
     return cache_root() / "pages" / DURATIONS
 
 
-def measured_durations(profile: str) -> dict[str, float]:
-    """``page id -> seconds`` its last execution under ``profile`` took (empty when none was recorded)."""
+#: each page's execution time in a build from an empty cache (``make reproduce``'s, as CI runs it), packaged: the
+#: start order of a fresh clone, whose page cache has measured nothing yet
+COLD_DURATIONS = Path(__file__).resolve().parents[1] / "data" / "cold_durations.json"
+
+
+def _read_durations(path: Path, profile: str) -> dict[str, float]:
     import json
 
     try:
-        return {k: float(v) for k, v in json.loads(_durations_file().read_text()).get(profile, {}).items()}
+        return {k: float(v) for k, v in json.loads(path.read_text()).get(profile, {}).items()}
     except (OSError, ValueError, AttributeError):
         return {}
 
 
+def measured_durations(profile: str) -> dict[str, float]:
+    """``page id -> seconds``: the longest execution of each page under ``profile`` this cache has recorded, over
+    the packaged cold-build times (:data:`COLD_DURATIONS`) for pages it has not; empty when neither holds any."""
+    return {**_read_durations(COLD_DURATIONS, profile), **_read_durations(_durations_file(), profile)}
+
+
 def record_duration(page_id: str, profile: str, seconds: float) -> None:
-    """Keep how long ``page_id`` took to execute under ``profile`` (workers write one at a time; a read-only or
-    full disk only skips it)."""
+    """Keep the longest time ``page_id`` took to execute under ``profile`` (its cost from an empty cache, which a
+    later run that reuses cached results does not lower; workers write one at a time; a read-only or full disk
+    only skips it)."""
     import json
 
     from ..cache import atomic_write_bytes, file_lock
@@ -65,16 +76,17 @@ def record_duration(page_id: str, profile: str, seconds: float) -> None:
                 data = json.loads(path.read_text())
             except (OSError, ValueError):
                 data = {}
-            data.setdefault(profile, {})[page_id] = round(float(seconds), 1)
+            kept = data.setdefault(profile, {})
+            kept[page_id] = max(round(float(seconds), 1), float(kept.get(page_id, 0.0)))
             atomic_write_bytes(path, json.dumps(data, sort_keys=True, indent=1).encode())
     except OSError:
         return
 
 
 def start_order(numbered: list[tuple[int, Page]], profile: str | None = None) -> list[tuple[int, Page]]:
-    """The order pages are handed to the workers: longest first, by the time each page took when it last ran
-    under ``profile`` (:func:`record_duration`); a page never timed goes by its ``long_running`` flag (first) and
-    otherwise after the timed ones, each group in manifest order.
+    """The order pages are handed to the workers: longest first, by the longest time each page took under
+    ``profile`` (:func:`measured_durations`: this cache's, else the packaged cold build's); a page never timed goes
+    by its ``long_running`` flag (first) and otherwise after the timed ones, each group in manifest order.
 
     Started in manifest order, the longest page began in the middle of the build and ran alone at its end while
     the other worker idled; started first, it runs beside the others."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..verdicts import NOT_EVALUATED, SUPPORTED, PageVerdicts, Verdict
 from .inference import MIXED
@@ -85,20 +86,24 @@ def tally(found: list[Verdict]) -> str:
     return f"in {ok} of {n}"
 
 
-def _link(text: str, claim_id: str) -> str:
+def _link(text: str, claim_id: str, page: str = "") -> str:
+    """A link to the scorecard row of ``claim_id``: a Markdown link within the scorecard (``page`` empty), else an
+    HTML link to ``page`` (the scorecard's HTML, from a page elsewhere in the book: its rows are HTML anchors)."""
     from .scorecard import claim_anchor
 
-    return f"[{text}](#{claim_anchor(claim_id)})"
+    if not page:
+        return f"[{text}](#{claim_anchor(claim_id)})"
+    return f'<a href="{page}#{claim_anchor(claim_id)}">{text}</a>'
 
 
-def _sentence(q: Question, found: dict[str, list[Verdict]]) -> str:
-    parts = [f"{_link(c.words, c.claim)} {tally(found[c.claim])}" for c in q.clauses if found.get(c.claim)]
+def _sentence(q: Question, found: dict[str, list[Verdict]], page: str = "") -> str:
+    parts = [f"{_link(c.words, c.claim, page)} {tally(found[c.claim])}" for c in q.clauses if found.get(c.claim)]
     if not parts:
         return f"**{q.title}** No model of this profile was tested on it."
     return f"**{q.title}** " + "; ".join(parts) + "."
 
 
-def _signatures(found: dict[str, list[Verdict]]) -> str:
+def _signatures(found: dict[str, list[Verdict]], page: str = "") -> str:
     groups = {cid: found[cid] for cid in SIGNATURES if found.get(cid)}
     if not groups:
         return "**Which geometric signatures hold?** No model of this profile was tested on them."
@@ -110,7 +115,7 @@ def _signatures(found: dict[str, list[Verdict]]) -> str:
     held = [cid for cid, s in verdict.items() if s == SUPPORTED]
     rest = len(groups) - count.get(SUPPORTED, 0) - count.get(MIXED, 0) - count.get("not supported", 0)
     return (f"**Which geometric signatures hold?** Of {len(groups)} tested, {count.get(SUPPORTED, 0)} hold in every "
-            "model (" + ", ".join(_link(SIGNATURES[c], c) for c in held) + f"), {count.get(MIXED, 0)} in some, "
+            "model (" + ", ".join(_link(SIGNATURES[c], c, page) for c in held) + f"), {count.get(MIXED, 0)} in some, "
             f"{count.get('not supported', 0)} in none; {rest} cannot be told from their nulls or are inconclusive."
             if held else
             f"**Which geometric signatures hold?** Of {len(groups)} tested, none holds in every model; "
@@ -118,12 +123,40 @@ def _signatures(found: dict[str, list[Verdict]]) -> str:
             "their nulls or are inconclusive.")
 
 
-def answer(saved: dict[str, PageVerdicts]) -> str:
-    """The answer (markdown): one sentence per question, generated from the *holds?* verdicts of ``saved``."""
+def answer(saved: dict[str, PageVerdicts], page: str = "") -> str:
+    """The answer (markdown): one sentence per question, generated from the *holds?* verdicts of ``saved``; its
+    links lead to the scorecard's rows (``page``: the scorecard's HTML, for a page other than the scorecard)."""
     found = _holds(saved)
     first, typology, encoding = QUESTIONS
-    return "\n\n".join([_sentence(first, found), _signatures(found), _sentence(typology, found),
-                        _sentence(encoding, found)])
+    return "\n\n".join([_sentence(first, found, page), _signatures(found, page), _sentence(typology, found, page),
+                        _sentence(encoding, found, page)])
+
+
+#: the lines between which ``book/intro.md`` holds the answer (:func:`write_intro`)
+INTRO_START = "<!-- the answer, generated from the saved verdicts (sinkframes.report.answer.write_intro) -->"
+INTRO_END = "<!-- end of the answer -->"
+#: the scorecard's HTML, as the introduction (at the book's root) links to it
+SCORECARD_HTML = "book/00_scorecard.html"
+
+
+def intro_block(saved: dict[str, PageVerdicts]) -> str:
+    """What :func:`write_intro` puts between the markers: the answer, its links to the scorecard's rows."""
+    return f"{INTRO_START}\n\n{answer(saved, SCORECARD_HTML)}\n\n{INTRO_END}"
+
+
+def write_intro(path: Path, saved: dict[str, PageVerdicts]) -> bool:
+    """Replace the answer between the markers of ``path`` (the book's introduction) with :func:`intro_block`;
+    ``True`` when the text changed. A file without the markers is an error naming them."""
+    text = path.read_text()
+    if INTRO_START not in text or INTRO_END not in text:
+        raise ValueError(f"{path} has no answer block: put the lines {INTRO_START!r} and {INTRO_END!r} where the "
+                         "answer goes")
+    head, rest = text.split(INTRO_START, 1)
+    tail = rest.split(INTRO_END, 1)[1]
+    new = head + intro_block(saved) + tail
+    if new != text:
+        path.write_text(new)
+    return new != text
 
 
 def admonition(saved: dict[str, PageVerdicts]) -> str:
