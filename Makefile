@@ -4,7 +4,7 @@
 # and helpers: make book-large (the offline-large profile), make lab (JupyterLab on the templates), make lint,
 # make test-fast (no real model, no notebook run), make test-gpu (CUDA against the CPU), make test-colab (the Colab
 # flow in a fresh virtualenv), make bench,
-# make reproduce (re-execute every page and compare with the committed copies)
+# make reproduce (re-execute every page and compare with the committed copies), make publish (the HTML onto gh-pages)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_VERBOSITY ?= error
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: book book-large chromium test test-fast test-gpu test-floor test-installed test-colab lint lab html bench clean-cache reproduce
+.PHONY: book book-large chromium test test-fast test-gpu test-floor test-installed test-colab lint lab html publish bench clean-cache reproduce
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,18 @@ lab: $(STAMP)
 html: $(STAMP)
 	$(PY) -c "from pathlib import Path; from sinkframes.book.assets import ensure_mathjax; ensure_mathjax(Path('.'))"
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+
+# The HTML of the committed pages (no page runs) onto the gh-pages branch, pushed to origin (ghp-import): what a
+# maintainer runs by hand (.github/workflows/publish.yml does the same on every push to main). PUBLISH_PUSH=0
+# commits to the branch without pushing, PUBLISH_BRANCH names another branch, PUBLISH_DIR another built site and
+# PUBLISH_NEEDS= skips the HTML build (a site built already)
+PUBLISH_BRANCH ?= gh-pages
+PUBLISH_PUSH ?= 1
+PUBLISH_DIR ?= _build/html
+PUBLISH_NEEDS ?= html
+publish: $(PUBLISH_NEEDS)
+	$(VENV)/bin/ghp-import --no-jekyll --branch $(PUBLISH_BRANCH) $(if $(filter 1,$(PUBLISH_PUSH)),--push --force) \
+		--message "The book's HTML, built from the committed pages" $(PUBLISH_DIR)
 
 # A second virtualenv at the oldest supported transformers (requirements-floor.txt)
 FLOOR := .venv-floor
