@@ -127,3 +127,9 @@ def test_the_build_folds_the_analysis_sections_of_a_pipeline_check(tmp_path):
     m = manifest.load_manifest(manifest.repo_root() / "notebooks" / "manifest.yml")
     assert manifest.toc_title(m.page("appendix_i_phi")) == "I. Phi-2 (not run here)"
     assert manifest.toc_title(m.page("appendix_e_llama")) == "E. Llama"
+
+
+def test_a_span_with_no_value_on_a_side_says_undefined_not_nan():
+    assert family._span(3.271, 2.6149, 2) == "3.27 -> 2.61"
+    assert family._span(float("nan"), float("nan"), 4) == "undefined -> undefined"
+    assert family._span(0.5, float("nan"), 3) == "0.500 -> undefined"

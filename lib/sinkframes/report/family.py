@@ -216,6 +216,14 @@ def _region_means(x: np.ndarray, n_layers: int) -> dict[str, float]:
     return out
 
 
+def _span(first: float, last: float, digits: int) -> str:
+    """``"a -> b"`` with ``digits`` decimals; "undefined" for a side with no value (NaN: nothing to average there)."""
+    def one(x: float) -> str:
+        return f"{x:.{digits}f}" if np.isfinite(x) else "undefined"
+
+    return f"{one(float(first))} -> {one(float(last))}"
+
+
 def topology_summary(fr: FamilyResults) -> pd.DataFrame:
     """Per model: Betti numbers and persistence early -> late (corrected, means over the paper's
     thresholds; faithful at the official first and last analysed layers) and head specialization."""
@@ -231,16 +239,16 @@ def topology_summary(fr: FamilyResults) -> pd.DataFrame:
         f_an = lay[lay["analysed"]]
         rows.append({
             "model": r.ref,
-            "β0 early -> late": f"{np.mean(beta0[early]):.2f} -> {np.mean(beta0[late]):.2f}",
-            "β1 early -> late": f"{np.mean(beta1[early]):.2f} -> {np.mean(beta1[late]):.2f}",
-            "total persistence H0 early -> late": (f"{lay['total pers. H0'].iloc[early].mean():.3f} -> "
-                                                   f"{lay['total pers. H0'].iloc[late].mean():.3f}"),
-            "faithful Betti0 first -> last": (f"{f_an['faithful betti0'].iloc[0]:.2f} -> "
-                                              f"{f_an['faithful betti0'].iloc[-1]:.2f}"),
-            "faithful Betti1 first -> last": (f"{f_an['faithful betti1'].iloc[0]:.2f} -> "
-                                              f"{f_an['faithful betti1'].iloc[-1]:.2f}"),
-            "faithful persistence first -> last": (f"{f_an['faithful dim0_avg'].iloc[0]:.4f} -> "
-                                                   f"{f_an['faithful dim0_avg'].iloc[-1]:.4f}"),
+            "β0 early -> late": _span(np.mean(beta0[early]), np.mean(beta0[late]), 2),
+            "β1 early -> late": _span(np.mean(beta1[early]), np.mean(beta1[late]), 2),
+            "total persistence H0 early -> late": _span(lay["total pers. H0"].iloc[early].mean(),
+                                                        lay["total pers. H0"].iloc[late].mean(), 3),
+            "faithful Betti0 first -> last": _span(f_an["faithful betti0"].iloc[0],
+                                                   f_an["faithful betti0"].iloc[-1], 2),
+            "faithful Betti1 first -> last": _span(f_an["faithful betti1"].iloc[0],
+                                                   f_an["faithful betti1"].iloc[-1], 2),
+            "faithful persistence first -> last": _span(f_an["faithful dim0_avg"].iloc[0],
+                                                        f_an["faithful dim0_avg"].iloc[-1], 4),
             "heads fixed on position 0": float((strong & (spec["position"] == "first")).mean()),
             "heads fixed on the last token": float((strong & (spec["position"] == "last")).mean()),
             "most common token (official reading)": spec["faithful token"].mode().iloc[0],
