@@ -61,6 +61,8 @@ def test_the_scorecard_note_names_the_section_pages_and_their_sentence_counts(mo
     assert "E.kl_negative from *5. Information geometry" in note and "E.betti1_zero from *3. Topology" in note
     assert "(100 sentences)" in note and "its own" not in note  # the same counts: nothing to explain
     assert "its own 64 sentences" in family.scorecard_note(fr, "offline", 64)
+    assert "Claims read twice" in family.scorecard_note(fr, "offline", 64)
+    assert "None" not in family.scorecard_note(fr, "offline-large", 64)  # no section page in that profile
     assert family.scorecard_note(family.FamilyResults(family.family_of("llama"), [], False), "offline", 100) == ""
 
 

@@ -7,7 +7,7 @@ import torch
 
 from sinkframes import corpus
 from sinkframes.book import executors, plan
-from sinkframes.book.manifest import Page
+from sinkframes.book.manifest import Page, load_manifest
 from sinkframes.extraction import batching, shared
 from sinkframes.extraction.attention import iterate_samples
 from sinkframes.types import RunOptions

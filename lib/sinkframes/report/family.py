@@ -374,33 +374,6 @@ def save_own_verdicts(fr: FamilyResults, profile: str, inputs: dict[str, Any]) -
     return found
 
 
-def decided_elsewhere_note(fr: FamilyResults, profile: str, n_sentences: int) -> str:
-    """Which of the appendix's claims a section page decides for the scorecard, and on how many sentences (from the
-    manifest): this page's verdicts on them are its own reading, set beside the section page's on the scorecard."""
-    from ..book.manifest import ManifestError, reader_manifest
-
-    found = family_verdicts(fr)
-    own = {c.id for c in own_claims(fr.family.key)}
-    elsewhere: dict[str, list[str]] = {}
-    for cid in dict.fromkeys(v.claim for v in found if v.claim not in own):
-        elsewhere.setdefault(CLAIMS_BY_ID[cid].page or "", []).append(cid)
-    if not elsewhere:
-        return ""
-    m = reader_manifest()
-    parts = []
-    for pid, ids in elsewhere.items():
-        try:
-            page = m.page(pid) if m is not None else None
-        except ManifestError:
-            page = None
-        n = page.parameters.get(profile, {}).get("n_sentences") if page is not None else None
-        title = page.title if page is not None else pid
-        parts.append(f"{', '.join(f'`{c}`' for c in ids)} on *{title}*" + (f" ({n} sentences)" if n else ""))
-    return ("Decided once, on their section page, for the scorecard: " + "; ".join(parts) + ". Their rows below are "
-            f"this page's own reading on its {n_sentences} sentences; the scorecard's *Claims read twice* sets "
-            "each beside the section page's verdict and says where the two differ.")
-
-
 def verdict_table(fr: FamilyResults) -> pd.DataFrame:
     """The appendix's claims with the paper's value, ours and both verdicts per model; claims that no
     model here can test say why."""
@@ -449,13 +422,14 @@ def scorecard_note(fr: FamilyResults, profile: str, n_sentences: int) -> str:
     for pid, ids in by_page.items():
         n = pages[pid].parameters.get(profile, {}).get("n_sentences")
         differ = differ or n != n_sentences
-        parts.append(f"{', '.join(ids)} from *{pages[pid].title}* ({n} sentences)")
-    text = ("The scorecard's verdicts on these claims are those of the section pages that test them: "
+        count = f" ({n} sentences)" if n else ""  # a profile that does not run the section page has no count
+        parts.append(f"{', '.join(ids)} from *{pages[pid].title}*{count}")
+    text = ("Each claim is decided once, for the scorecard, on the section page that tests it: "
             + "; ".join(parts) + ".")
     if differ:
-        text += (f" This page measures the same quantities again on its own {n_sentences} sentences, so an "
-                 "estimate here can differ from the scorecard's where the counts differ; the two agree within "
-                 "their intervals unless the verdict is fragile.")
+        text += (f" This page measures the same quantities again on its own {n_sentences} sentences, a second "
+                 "draw, so a verdict here can differ from the scorecard's; the scorecard's *Claims read twice* sets "
+                 "this page's reading beside each section page's verdict and names those that differ.")
     return text
 
 
