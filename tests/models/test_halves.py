@@ -11,7 +11,7 @@ from sinkframes.analyses import base, information, positions
 def test_the_information_halves_split_every_suite_over_its_own_sentences(texts):
     r = information.analyse_model("tiny:llama", texts[:6], n_output=4, n_fisher=2, twin=True, device="cpu",
                                   progress=False)
-    a, b = r.data[base.HALVES]
+    a, b = base.halves_of(r)
     assert (a.n_sentences, b.n_sentences) == (3, 3)
     for name, x in r.samples.items():
         assert np.array_equal(np.concatenate([a.samples[name], b.samples[name]]), x, equal_nan=True), name
@@ -22,14 +22,14 @@ def test_the_information_halves_split_every_suite_over_its_own_sentences(texts):
         assert set(b.data["fisher"][mode].values["sentence"]) == {1}
         assert len(a.data["fisher"][mode].values) + len(b.data["fisher"][mode].values) == len(f.values)
     twin = r.data[base.TWIN]
-    assert a.data[base.TWIN] is twin.data[base.HALVES][0] and b.data[base.TWIN] is twin.data[base.HALVES][1]
+    assert a.data[base.TWIN] is base.halves_of(twin)[0] and b.data[base.TWIN] is base.halves_of(twin)[1]
     halves = base.halves([r])
     assert halves is not None and halves[0][0] is a and halves[1][0] is b
 
 
 def test_the_position_halves_are_the_passes_on_each_half(texts):
     r = positions.analyse_model("tiny:llama", texts[:4], twin=False, device="cpu", progress=False)
-    a, b = r.data[base.HALVES]
+    a, b = base.halves_of(r)
     assert (a.n_sentences, b.n_sentences) == (2, 2) and list(a.data["runs"]) == list(r.data["runs"])
     for name, run in r.data["runs"].items():
         whole = run["arrays"]["first_share"]

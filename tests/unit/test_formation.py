@@ -106,3 +106,30 @@ def test_the_formation_text_draws_no_answer_before_every_run_is_in():
     assert "14 of the test's 15 runs" in text and "no answer is drawn before" in text
     done = fm.formation_text(fm.formation_test(fm.formation_cells(_runs({"rope": 5}))))
     assert "the claim is **supported**" in done
+
+
+def _rows(rotary_formed: int, non_rotary_formed: int, finished: int = 15) -> list[dict]:
+    rows = []
+    for k, (p, s) in enumerate((p, s) for p in ("rope", "nope", "learned") for s in range(5)):
+        formed = (s < rotary_formed) if p == "rope" else ((5 * (p == "learned") + s) < non_rotary_formed)
+        rows.append({"run": f"grid-{p}-s{s}", "position": p, "seed": s, "finished": k < finished,
+                     "formed": formed if k < finished else None})
+    return rows
+
+
+def test_the_registry_claim_is_decided_by_fishers_test_once_every_run_is_in():
+    from sinkframes import verdicts
+    from sinkframes.analyses import formation
+
+    def holds(rows):
+        (v,) = [v for v in verdicts.evaluate([formation.formation_result(rows)]) if v.question == "holds"]
+        return v
+
+    waiting = holds(_rows(5, 0, finished=9))
+    assert waiting.claim == "3.4.sink_forms.text" and waiting.status == verdicts.NOT_EVALUATED
+    assert "9 of the test's 15 runs" in waiting.reason
+    clear = holds(_rows(5, 0))  # 5 of 5 against 0 of 10: p = 1 / C(15, 5)
+    assert clear.status == verdicts.SUPPORTED and abs(clear.estimate.value - 1 / 3003) < 1e-12
+    weak = holds(_rows(1, 0))  # 1 of 5 against 0 of 10: p = 1/3
+    assert weak.status == verdicts.NOT_SUPPORTED and abs(weak.estimate.value - 1 / 3) < 1e-9
+    assert [v.question for v in verdicts.evaluate([formation.formation_result(_rows(5, 0))])] == ["holds"]

@@ -87,8 +87,10 @@ class ModelResult:
 TWIN = "twin"
 
 
-#: where a result keeps the same analysis on each of two disjoint halves of its sentences (``attach_halves``)
+#: where a result keeps how to make the same analysis on each of two disjoint halves of its sentences
+#: (``attach_halves``), and the halves once made
 HALVES = "halves"
+HALVES_MADE = "halves_made"
 
 
 def split_halves(n: int) -> tuple[range, range]:
@@ -100,18 +102,33 @@ def split_halves(n: int) -> tuple[range, range]:
 
 
 def attach_halves(result: ModelResult, make: Callable[[int], ModelResult]) -> ModelResult:
-    """``result`` with ``make(k)`` (the same analysis on half ``k`` of its sentences, from the same passes) kept
-    in ``result.data[HALVES]``; a twin's halves are paired with the result's by :func:`with_twin`."""
-    result.data[HALVES] = [make(0), make(1)]
+    """``result`` with ``make(k)`` (the same analysis on half ``k`` of its sentences, from the same passes) kept in
+    ``result.data[HALVES]``, called only when a page asks for the halves (:func:`halves_of`)."""
+    result.data[HALVES] = make
     return result
+
+
+def halves_of(result: ModelResult) -> tuple[ModelResult, ModelResult]:
+    """The two halves of ``result`` (made once), each with the twin's half on the same sentences as its twin."""
+    made = result.data.get(HALVES_MADE)
+    if made is None:
+        make = result.data[HALVES]
+        made = (make(0), make(1))
+        twin = result.data.get(TWIN)
+        if twin is not None and HALVES in twin.data:
+            for half, twin_half in zip(made, halves_of(twin), strict=True):
+                half.data[TWIN] = twin_half  # each half's null is the twin on the same sentences
+        result.data[HALVES_MADE] = made
+    return made
 
 
 def halves(results: list[ModelResult]) -> tuple[Results, Results] | None:
     """The results on each half of the sentences (``attach_halves``), model by model; ``None`` unless every
-    result has them."""
+    result can make them."""
     if not results or any(HALVES not in r.data for r in results):
         return None
-    return Results(r.data[HALVES][0] for r in results), Results(r.data[HALVES][1] for r in results)
+    pairs = [halves_of(r) for r in results]
+    return Results(p[0] for p in pairs), Results(p[1] for p in pairs)
 
 
 def with_twin(result: ModelResult, run: Callable[[str], ModelResult]) -> ModelResult:
@@ -129,8 +146,6 @@ def with_twin(result: ModelResult, run: Callable[[str], ModelResult]) -> ModelRe
     twin = f"{RANDOM_PREFIX}{result.ref}"
     try:
         result.data[TWIN] = run(twin)
-        for half, twin_half in zip(result.data.get(HALVES, []), result.data[TWIN].data.get(HALVES, []), strict=False):
-            half.data[TWIN] = twin_half  # each half's null is the twin on the same sentences
     except Exception as exc:  # noqa: BLE001 - the trained model's result must survive its null's failure
         warnings.warn(f"`{twin}` failed in the {result.analysis} analysis ({type(exc).__name__}: {exc}); the "
                       f"verdicts of `{result.ref}` go without the random-initialized twin's null", RuntimeWarning,

@@ -33,6 +33,10 @@ from ..training.text_lm import (
     LMRecipe,
     grid_name,
 )
+from ..types import Mode
+from ..verdicts.measures import measure
+from ..verdicts.verdict import Estimate, not_applicable
+from .base import ModelResult
 from .text_grid import read_run_log
 
 #: the test's level (one-sided)
@@ -112,6 +116,38 @@ def formation_test(rows: Sequence[Mapping[str, Any]]) -> FormationTest:
         p_value = float(fisher_exact([[a, len(rot) - a], [c, len(non) - c]], alternative="greater").pvalue)
         verdict = "supported" if p_value < ALPHA else "not supported"
     return FormationTest(a, len(rot), c, len(non), len(done), len(rows), p_value, verdict)
+
+
+#: the analysis name of the test's one result (``formation_result``) and its measure
+ANALYSIS = "formation"
+#: the one "model" the test's verdict is about: the runs of its design, taken together
+TEST_REF = "text formation test"
+
+
+def formation_result(rows: Sequence[Mapping[str, Any]]) -> ModelResult:
+    """The formation test on the rows of :func:`formation_cells` as one result, for the registry's claim
+    ``3.4.sink_forms.text`` (decided once every run has reached step 8000)."""
+    record = {"ref": TEST_REF, "family": "controlled-text", "paper_frame": "", "causal": True, "n_layers": 0,
+              "architecture": "llama", "position_encoding": "standard RoPE against none and a learned table",
+              "weights": "trained here (training.text_lm.FORMATION and the grid's seeds 0-1)"}
+    return ModelResult(analysis=ANALYSIS, record=record, n_sentences=0,
+                       data={"test": formation_test(rows), "rows": [dict(r) for r in rows]})
+
+
+@measure("formation.rotary_forms_more", ANALYSIS, null="none")
+def rotary_forms_more(r: ModelResult, mode: Mode) -> Estimate | None:
+    """The one-sided p-value of Fisher's exact test that standard RoPE runs form a sink by step 8000 more often
+    than the non-rotary ones; not evaluated while a run of the design is missing. No faithful counterpart."""
+    if mode == "faithful":
+        return None
+    t: FormationTest = r.data["test"]
+    if t.p_value is None:
+        return not_applicable(f"{t.finished} of the test's {t.needed} runs have reached step {FORMATION_STEP}; it is "
+                              "decided once all have")
+    return Estimate(t.p_value, t.p_value, t.p_value, n=t.finished, interval="exact (Fisher's test)",
+                    detail=(f"standard RoPE formed a sink by step {FORMATION_STEP} in {t.rotary_formed} of "
+                            f"{t.rotary_runs} runs, no positions and the learned table in {t.non_rotary_formed} of "
+                            f"{t.non_rotary_runs}; Fisher's exact test, one-sided"))
 
 
 def all_runs(grid_runs: Mapping[str, list[dict[str, Any]]],

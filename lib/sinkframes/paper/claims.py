@@ -387,6 +387,18 @@ CLAIMS: tuple[Claim, ...] = (
        why=("the rule of 3.4.scaled_rope_bias.trained on the language-model grid: each modified-RoPE scheme ends "
             "with a lower layer-mean first-token share than standard RoPE, paired by seed, in every seed"),
        null="the same grid at step 0 (random initialization, the encodings already switched)"),
+    _C("3.4.sink_forms.text", "3.4", "Sec. 3.4 (whether a sink forms at all)", "controlled-text",
+       "the position encoding decides whether a sink forms (language models trained alike on natural text)",
+       "standard RoPE forms a first-token sink where no positions and a learned table do not", "",
+       page="controlled_emergence", measure="formation.rotary_forms_more", rule="below", params={"threshold": 0.05},
+       why=("Sec. 3.4 ties the sink to the rotary code; the natural-text grid formed a sink in 5 of its 10 rotary runs "
+            "and none of its 4 non-rotary ones, which two seeds cannot tell from chance. Fixed before any new run "
+            "(analyses.formation): five seeds each of standard RoPE, no positions and the learned table, trained "
+            "alike; a run formed a sink when by step 8000 some layer's first-token share has its lower 95 % bound "
+            "above 0.5; Fisher's exact test, one-sided, p < 0.05; decided once all 15 runs are in. Gu et al. "
+            "(arXiv 2410.10781, Table 3) found a sink under every encoding at 60M parameters and 5B tokens"),
+       null="none: Fisher's exact test is itself the test against an encoding that does not matter (equal odds)",
+       definition="not printed by the paper: the book's question, on its own grid"),
     _C("B.early_emergence.text", "B", "App. B", "controlled-text", "reference frames emerge early in training",
        "in the first checkpoints", "", page="controlled_emergence", measure="controlled.sink_lag", rule="every_below",
        params={"threshold": 0.5},
@@ -862,7 +874,8 @@ BULLETS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                                                        "3.4.scaled_rope_bias.trained",
                                                                        "3.4.absolute_bidirectional.trained",
                                                                        "3.4.encoding_decides.text",
-                                                                       "3.4.scaled_rope_bias.text")),
+                                                                       "3.4.scaled_rope_bias.text",
+                                                                       "3.4.sink_forms.text")),
     ("Persistent homology tracks connected components", ("4.thresholds",)),
     ("Information-theoretic and value-space analyses", ("4.samples",)),
     ("The study analyzes decoder-only and encoder-only models", ("4.samples",)),

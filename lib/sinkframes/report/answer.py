@@ -60,6 +60,7 @@ QUESTIONS: tuple[Question, ...] = (
         Clause("3.4.rope_origin", "shuffled ids move the sink to id 0"),
         Clause("later.first_physical", "it stays on the first physical token"),
         Clause("3.4.encoding_decides.trained", "training alike with another encoding gives another frame"),
+        Clause("3.4.sink_forms.text", "on natural text only rotary models form a sink"),
     )),
 )
 

@@ -32,7 +32,8 @@ SHORT: dict[str, str] = {
     "B.early_emergence": "frames emerge early", "B.early_emergence.trained": "... trained on a task",
     "B.early_emergence.text": "... trained on text", "3.4.encoding_decides": "encoding decides (fixed weights)",
     "3.4.encoding_decides.trained": "encoding decides (trained)", "3.4.encoding_decides.text": "... on text",
-    "3.4.scaled_rope_bias.trained": "scaled RoPE lowers the bias", "3.4.rope_origin": "sink follows id 0",
+    "3.4.scaled_rope_bias.trained": "scaled RoPE lowers the bias",
+    "3.4.sink_forms.text": "only RoPE forms a sink", "3.4.rope_origin": "sink follows id 0",
     "later.first_physical": "sink stays on token 0",
 }
 

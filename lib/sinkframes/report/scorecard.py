@@ -187,6 +187,8 @@ CENTRAL: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("... and in small language models trained alike on natural text (Sec. 3.4)", ("3.4.encoding_decides.text",)),
     ("... and scaled RoPE lowers the first-token share of models trained alike (Sec. 3.4)",
      ("3.4.scaled_rope_bias.trained",)),
+    ("... and whether a sink forms at all in small language models trained alike on natural text (Sec. 3.4; "
+     "Gu et al. find one under every encoding at larger scale)", ("3.4.sink_forms.text",)),
     ("The sink follows position 0 of the rotary code (Sec. 3.3-3.4)", ("3.4.rope_origin",)),
     ("... or the first physical token (arXiv 2509.21042)", ("later.first_physical",)),
 )

@@ -61,7 +61,7 @@ NULLS["none"] = lambda r, mode: None
 
 #: the analysis modules (``sinkframes.analyses.<name>``) that declare measures
 DECLARING = ("frames", "softmax_geometry", "topology", "spectral", "information", "geometry_values", "rmt",
-             "positions", "controlled")
+             "positions", "controlled", "formation")
 
 
 def registered() -> dict[str, Measure]:
