@@ -31,7 +31,8 @@ def test_a_reading_that_decides_the_other_way_is_named_and_one_undecided_is_coun
     assert [(p.decided.claim, p.agreement) for p in found] == [
         ("H.bert_connectivity", "differ"), ("H.bert_betti1", "agree"), ("H.xlmr_connectivity", "one undecided")]
     text = reconcile.summary(found)
-    assert "Of 3 *holds?* verdicts" in text and "1 agree" in text and "1 differ" in text and "in 1 one" in text
+    assert "read 3 *holds?* verdicts" in text and "0 of them on the very sentences" in text
+    assert "3 on another draw" in text and "1 agree" in text and "1 differ" in text and "in 1 one" in text
     assert "`H.bert_connectivity` on `minilm` (supported on spectral_graphs, not supported on appendix_h_encoders)" \
         in text
     row = reconcile.table(found).iloc[0]
@@ -49,3 +50,12 @@ def test_readings_are_saved_and_read_back_but_not_counted(tmp_path):
 
 def test_no_readings_say_so():
     assert "read once" in reconcile.summary([])
+
+
+def test_a_reading_on_the_section_pages_own_sentences_is_one_computation_and_stays_out_of_the_table():
+    saved = _saved([_v("H.bert_betti1", "minilm", V.SUPPORTED)], [_v("H.bert_betti1", "minilm", V.SUPPORTED)])
+    saved["spectral_graphs"].inputs.update({"n_sentences": 100, "seed": 0, "dataset": "embedded"})
+    saved["appendix_h_encoders"].inputs.update({"seed": 0, "dataset": "embedded"})
+    found = reconcile.pairs(saved)
+    assert [p.same_draw for p in found] == [True]
+    assert "1 of them on the very sentences" in reconcile.summary(found) and reconcile.table(found).empty

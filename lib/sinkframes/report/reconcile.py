@@ -26,6 +26,8 @@ class Pair:
     reading: Verdict
     read_on: str  # page id
     read_n: int | None
+    same_draw: bool = False  # the two pages read the same sentences (same set, seed and count): one computation
+
 
     @property
     def agreement(self) -> str:
@@ -47,7 +49,7 @@ def pairs(saved: dict[str, PageVerdicts]) -> list[Pair]:
             if hit is None or hit[0] == pid:
                 continue
             on, v = hit
-            out.append(Pair(v, on, _n(saved[on]), r, pid, _n(pv)))
+            out.append(Pair(v, on, _n(saved[on]), r, pid, _n(pv), _draw(saved[on]) == _draw(pv)))
     return out
 
 
@@ -56,29 +58,42 @@ def _n(pv: PageVerdicts) -> int | None:
     return int(n) if isinstance(n, (int, float)) else None
 
 
+def _draw(pv: PageVerdicts) -> tuple[object, ...]:
+    """What decides a page's sentences: the set, the seed and how many (two pages alike read the same ones)."""
+    return tuple(pv.inputs.get(k) for k in ("dataset", "seed", "n_sentences"))
+
+
 def summary(found: list[Pair]) -> str:
-    """One paragraph: how many readings agree with the section page's verdict, and which differ."""
+    """One paragraph: the readings on the section page's own sentences (one computation twice), and those on
+    another draw, how many agree with the section page's verdict and which differ."""
     if not found:
         return ("No appendix read a claim that a section page decides, so every claim here was read once "
                 "(run the family appendices to see them read twice).")
     holds = [p for p in found if p.decided.question == "holds"]
-    agree = sum(p.agreement == "agree" for p in holds)
-    differ = [p for p in holds if p.agreement == "differ"]
-    undecided = sum(p.agreement == "one undecided" for p in holds)
-    text = (f"Of {len(holds)} *holds?* verdicts that an appendix read again on its own sentences, {agree} agree with "
-            f"the section page's, {len(differ)} differ and in {undecided} one of the two is undecided. The scorecard "
-            "counts the section page's verdict; the appendix's reading is a second, smaller draw of sentences")
+    same = [p for p in holds if p.same_draw]
+    other = [p for p in holds if not p.same_draw]
+    text = (f"An appendix read {len(holds)} *holds?* verdicts of the section pages again. {len(same)} of them on the "
+            "very sentences the section page read (the same set, seed and count): one computation made twice, "
+            f"and {sum(p.agreement == 'agree' for p in same)} give the same verdict.")
+    if not other:
+        return text + " None was read on another draw."
+    differ = [p for p in other if p.agreement == "differ"]
+    text += (f" {len(other)} on another draw (the appendix's sentences, fewer than the section page's): "
+             f"{sum(p.agreement == 'agree' for p in other)} agree with the section page's verdict, {len(differ)} "
+             f"differ, and in {sum(p.agreement == 'one undecided' for p in other)} one of the two is undecided. "
+             "The scorecard counts the section page's verdict")
     if differ:
-        named = "; ".join(f"`{p.decided.claim}` on `{p.decided.model}` ({p.decided.status} on {p.decided_on}, "
-                          f"{p.reading.status} on {p.read_on})" for p in differ)
-        text += f". They differ on: {named}"
+        text += "; they differ on " + "; ".join(
+            f"`{p.decided.claim}` on `{p.decided.model}` ({p.decided.status} on {p.decided_on}, {p.reading.status} on "
+            f"{p.read_on})" for p in differ)
     return text + "."
 
 
 def table(found: list[Pair]) -> pd.DataFrame:
-    """One row per pair: claim, model, question, each page's status and estimate with its sentence count."""
+    """One row per pair read on another draw: claim, model, question, each page's status and estimate with its
+    sentence count (the pairs read on the same sentences are counted in :func:`summary`)."""
     rows = []
-    for p in found:
+    for p in (p for p in found if not p.same_draw):
         rows.append({"claim": p.decided.claim, "model": p.decided.model, "question": p.decided.question,
                      "section page": f"{p.decided_on} ({p.decided_n or '?'} sentences)",
                      "its verdict": _status(p.decided),
