@@ -32,7 +32,7 @@ def test_a_reading_that_decides_the_other_way_is_named_and_one_undecided_is_coun
         ("H.bert_connectivity", "differ"), ("H.bert_betti1", "agree"), ("H.xlmr_connectivity", "one undecided")]
     text = reconcile.summary(found)
     assert "read 3 *holds?* verdicts" in text and "0 of them on the very sentences" in text
-    assert "3 on another draw" in text and "1 agree" in text and "1 differ" in text and "in 1 one" in text
+    assert "3 on other sentences" in text and "1 agree" in text and "1 differ" in text and "in 1 one" in text
     assert "`H.bert_connectivity` on `minilm` (supported on spectral_graphs, not supported on appendix_h_encoders)" \
         in text
     row = reconcile.table(found).iloc[0]
@@ -59,3 +59,12 @@ def test_a_reading_on_the_section_pages_own_sentences_is_one_computation_and_sta
     found = reconcile.pairs(saved)
     assert [p.same_draw for p in found] == [True]
     assert "1 of them on the very sentences" in reconcile.summary(found) and reconcile.table(found).empty
+
+
+def test_a_smaller_draw_of_the_same_seed_is_said_to_be_part_of_the_larger():
+    saved = _saved([_v("H.bert_betti1", "minilm", V.SUPPORTED)], [_v("H.bert_betti1", "minilm", V.SUPPORTED)])
+    for pv in saved.values():
+        pv.inputs.update({"seed": 0, "dataset": "embedded"})
+    (pair,) = reconcile.pairs(saved)
+    assert pair.nested and not pair.same_draw
+    assert "1 on part of them (the same set and seed, fewer sentences" in reconcile.summary([pair])

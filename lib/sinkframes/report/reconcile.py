@@ -27,6 +27,7 @@ class Pair:
     read_on: str  # page id
     read_n: int | None
     same_draw: bool = False  # the two pages read the same sentences (same set, seed and count): one computation
+    nested: bool = False  # same set and seed, other counts: the smaller draw is the start of the larger one
 
 
     @property
@@ -49,7 +50,9 @@ def pairs(saved: dict[str, PageVerdicts]) -> list[Pair]:
             if hit is None or hit[0] == pid:
                 continue
             on, v = hit
-            out.append(Pair(v, on, _n(saved[on]), r, pid, _n(pv), _draw(saved[on]) == _draw(pv)))
+            a, b = _draw(saved[on]), _draw(pv)
+            nested = a[:2] == b[:2] and a != b and a[1] is not None  # a known seed: its smaller draw starts the larger
+            out.append(Pair(v, on, _n(saved[on]), r, pid, _n(pv), a == b, nested))
     return out
 
 
@@ -64,8 +67,8 @@ def _draw(pv: PageVerdicts) -> tuple[object, ...]:
 
 
 def summary(found: list[Pair]) -> str:
-    """One paragraph: the readings on the section page's own sentences (one computation twice), and those on
-    another draw, how many agree with the section page's verdict and which differ."""
+    """One paragraph: the readings on the section page's own sentences (one computation twice), and those on part
+    of them or on other sentences, how many agree with the section page's verdict and which differ."""
     if not found:
         return ("No appendix read a claim that a section page decides, so every claim here was read once "
                 "(run the family appendices to see them read twice).")
@@ -78,7 +81,10 @@ def summary(found: list[Pair]) -> str:
     if not other:
         return text + " None was read on another draw."
     differ = [p for p in other if p.agreement == "differ"]
-    text += (f" {len(other)} on another draw (the appendix's sentences, fewer than the section page's): "
+    where = ("on part of them (the same set and seed, fewer sentences: a seed's smaller draw is the start of its "
+             "larger one, so these are not independent draws)" if all(p.nested for p in other)
+             else "on other sentences")
+    text += (f" {len(other)} {where}: "
              f"{sum(p.agreement == 'agree' for p in other)} agree with the section page's verdict, {len(differ)} "
              f"differ, and in {sum(p.agreement == 'one undecided' for p in other)} one of the two is undecided. "
              "The scorecard counts the section page's verdict")
@@ -90,8 +96,8 @@ def summary(found: list[Pair]) -> str:
 
 
 def table(found: list[Pair]) -> pd.DataFrame:
-    """One row per pair read on another draw: claim, model, question, each page's status and estimate with its
-    sentence count (the pairs read on the same sentences are counted in :func:`summary`)."""
+    """One row per pair not read on the same sentences: claim, model, question, each page's status and estimate
+    with its sentence count (the pairs read on the same sentences are counted in :func:`summary`)."""
     rows = []
     for p in (p for p in found if not p.same_draw):
         rows.append({"claim": p.decided.claim, "model": p.decided.model, "question": p.decided.question,
