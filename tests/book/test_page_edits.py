@@ -26,7 +26,8 @@ def test_a_failing_model_is_reported_the_others_render_and_an_edit_reruns(tmp_pa
     page = M.page("reference_frames")
     smoke = page.params_for("smoke")
     broken = dataclasses.replace(page, parameters={"smoke": {**page.parameters["smoke"],
-                                                             "models": ["tiny:llama", "tiny:nonexistent"]}})
+                                                             "models": ["tiny:llama", "tiny:nonexistent"],
+                                                             "bos_comparison": ["tiny:llama"]}})
     with pytest.raises(execute.PartialPageError, match="tiny:nonexistent"):
         execute.run_page(broken, "smoke", ROOT, tmp_path)
     path = tmp_path / "01_reference_frames.ipynb"
@@ -41,7 +42,8 @@ def test_a_failing_model_is_reported_the_others_render_and_an_edit_reruns(tmp_pa
     ran = {t.id: ast.literal_eval(s.value) for s in ast.parse(cell.source).body for t in s.targets}
     assert ran["models"] == ["tiny:llama", "tiny:nonexistent"] and ran["n_sentences"] == smoke["n_sentences"]
     cell.source = cell.source.replace('models = ["tiny:llama", "tiny:nonexistent"]', 'models = ["tiny:qwen2"]')
-    assert 'models = ["tiny:qwen2"]' in cell.source
+    cell.source = cell.source.replace('bos_comparison = ["tiny:llama"]', 'bos_comparison = ["tiny:qwen2"]')
+    assert 'models = ["tiny:qwen2"]' in cell.source and 'bos_comparison = ["tiny:qwen2"]' in cell.source
     from nbclient import NotebookClient
 
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
@@ -51,8 +53,7 @@ def test_a_failing_model_is_reported_the_others_render_and_an_edit_reruns(tmp_pa
 
     # an edit of a parameter that setup() is not given (bos_comparison) counts as well
     cell.source = cell.source.replace('models = ["tiny:qwen2"]', f"models = {json.dumps(smoke['models'])}")
-    cell.source = cell.source.replace(f"bos_comparison = {json.dumps(smoke['bos_comparison'])}",
-                                      'bos_comparison = ["tiny:llama"]')
+    cell.source = cell.source.replace('bos_comparison = ["tiny:qwen2"]', 'bos_comparison = ["tiny:llama"]')
     assert 'bos_comparison = ["tiny:llama"]' in cell.source
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
     assert "`custom` parameters" in _text(nb)

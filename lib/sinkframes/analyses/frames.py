@@ -223,16 +223,11 @@ def validate_instrument(draws: int = 2, seed: int = 0) -> dict[str, pd.DataFrame
 
 
 def bos_comparison_models(results: list[ModelResult], chosen: list[str] | None = None) -> list[str]:
-    """The models to run again with a BOS token forced at position 0: ``chosen`` when given, else the
-    decoders among ``results`` whose tokenizer puts the first word at position 0 (no start token)."""
-    if chosen is not None:
-        run = [r.ref for r in results]
-        outside = [m for m in chosen if m not in run]
-        if outside:
-            raise ValueError(f"bos_comparison names {', '.join(map(str, outside))}, which the page's models "
-                             f"({', '.join(run)}) do not hold: the comparison sets each model's forced-BOS run beside "
-                             "its own, so add it to models or drop it from bos_comparison")
-        return list(dict.fromkeys(chosen))
+    """The models to run again with a BOS token forced at position 0: those of ``chosen`` that ran, when given,
+    else the decoders among ``results`` whose tokenizer puts the first word at position 0 (no start token)."""
+    if chosen is not None:  # a model outside the page's models is refused with its parameters (page.setup)
+        run = {r.ref for r in results}
+        return [m for m in dict.fromkeys(chosen) if m in run]  # one that failed is reported with its failure
     return [r.ref for r in results if r.causal and not r.record["adds_bos"]]
 
 

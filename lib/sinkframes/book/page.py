@@ -183,6 +183,8 @@ def model_records(results: list[Any]) -> dict[str, dict[str, Any]]:
 
 
 CUSTOM = "custom"
+#: the page's parameters that ``setup`` is not given but checks with the others, read from the running notebook
+CHECKED_FROM_THE_PAGE = ("bos_comparison",)
 #: parameters whose value changes no result (``RunOptions.result_key`` leaves them out): editing them keeps the label
 RESULT_NEUTRAL = frozenset({"profile", "device", "batch_size", "progress", "use_cache"})
 
@@ -261,8 +263,10 @@ def setup(
     ``page_id`` (the manifest id of the calling page) makes the profile label compare the parameters with
     that page's entry only (see :func:`profile_label`).
     """
+    edited = {k: v for k, v in notebook_parameters().items() if k in CHECKED_FROM_THE_PAGE}
     check_parameters(
         {
+            **edited,
             "profile": profile,
             "models": models,
             "n_sentences": n_sentences,
