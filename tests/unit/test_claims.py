@@ -146,3 +146,13 @@ def test_claims_about_the_rotary_code_apply_to_every_rotary_model_the_rope_encod
     assert paper.claims.is_rotary({"position_encoding": "RoPE, theta=1000"})
     assert not paper.claims.is_rotary({"position_encoding": "learned absolute (absolute)"})
     assert "rotary" in paper.subjects_of(["nomic-bert"]) and "rotary" not in paper.subjects_of(["bert"])
+
+
+def test_the_readme_states_the_registrys_size():
+    import re
+
+    from tests.conftest import ROOT
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    stated = re.search(r"every claim of the paper \((\d+) of them", text)
+    assert stated is not None and int(stated.group(1)) == len(CLAIMS), "update the count in README.md"
