@@ -136,8 +136,8 @@ def answer(saved: dict[str, PageVerdicts], page: str = "") -> str:
 #: the lines between which ``book/intro.md`` holds the answer (:func:`write_intro`)
 INTRO_START = "<!-- the answer, generated from the saved verdicts (sinkframes.report.answer.write_intro) -->"
 INTRO_END = "<!-- end of the answer -->"
-#: the scorecard's HTML, as the introduction (at the book's root) links to it
-SCORECARD_HTML = "book/00_scorecard.html"
+#: the scorecard's HTML, as the introduction links to it (both are built into the ``book/`` folder of the site)
+SCORECARD_HTML = "00_scorecard.html"
 
 
 def intro_block(saved: dict[str, PageVerdicts]) -> str:
