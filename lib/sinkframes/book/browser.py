@@ -73,7 +73,7 @@ const measure = () => {
   if (text.includes('Traceback (most recent call last)')) errors.push('a traceback in the text');
   const raw = [];
   for (const rx of [/\\{\\s*['"][^'"\\n]{1,40}['"]\\s*:/g, /(?<![\\w.])-?\\d+\\.\\d{9,}(?!\\d)/g,
-                    /<[A-Za-z_][\\w.]* object(?: at 0x[0-9a-f]+)?>/g, /\\bnan -> nan\\b|\\(None sentences\\)/g]) {
+                    /<[A-Za-z_][\\w.]* object(?: at 0x[0-9a-f]+)?>/g, /\\bnan -> nan\\b/g]) {
     for (const m of text.matchAll(rx)) raw.push(text.slice(Math.max(0, m.index - 30), m.index + m[0].length + 30));
   }
   // a word broken across lines: a run of letters and digits whose rectangles lie on two lines
