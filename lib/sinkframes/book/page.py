@@ -263,7 +263,8 @@ def setup(
     ``page_id`` (the manifest id of the calling page) makes the profile label compare the parameters with
     that page's entry only (see :func:`profile_label`).
     """
-    edited = {k: v for k, v in notebook_parameters().items() if k in CHECKED_FROM_THE_PAGE}
+    in_page = notebook_parameters()
+    edited = {k: v for k, v in in_page.items() if k in CHECKED_FROM_THE_PAGE}
     check_parameters(
         {
             **edited,
@@ -280,7 +281,7 @@ def setup(
     opts = RunOptions.build(**run_options)
     received = {"models": list(models), "n_sentences": n_sentences, "dataset": dataset, "csv_path": csv_path,
                 "seed": seed, "selection": selection, **run_options}
-    received = {**notebook_parameters(), **received}  # the page's other parameters (n_fisher, ...) count too
+    received = {**in_page, **received}  # the page's other parameters (n_fisher, ...) count too
     if profile_label(profile, received, page_id) == CUSTOM:
         profile = f"{CUSTOM}"  # edited parameters: the provenance and saved verdicts say so
     from ..threads import configure

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..verdicts import NOT_EVALUATED, SUPPORTED, PageVerdicts, Verdict
-from .inference import MIXED
+from .inference import MIXED, group_status
 
 #: the claims whose group verdicts count as the paper's geometric signatures (sections 3.2-5.4)
 SIGNATURES: dict[str, str] = {
@@ -110,8 +110,7 @@ def _signatures(found: dict[str, list[Verdict]], page: str = "") -> str:
         return "**Which geometric signatures hold?** No model of this profile was tested on them."
     verdict = {}
     for cid, vs in groups.items():
-        statuses = {v.status for v in vs}
-        verdict[cid] = next(iter(statuses)) if len(statuses) == 1 else MIXED
+        verdict[cid] = group_status(v.status for v in vs)
     count = Counter(verdict.values())
     held = [cid for cid, s in verdict.items() if s == SUPPORTED]
     rest = len(groups) - count.get(SUPPORTED, 0) - count.get(MIXED, 0) - count.get("not supported", 0)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..paper import CLAIMS_BY_ID
 from ..verdicts import NOT_EVALUATED, SUPPORTED, PageVerdicts, Verdict
-from .inference import MIXED
+from .inference import MIXED, group_status
 from .scorecard import CENTRAL
 
 #: the families as a reader knows them, in the order the columns take (pretrained first, then trained here)
@@ -72,9 +72,7 @@ def grid(saved: dict[str, PageVerdicts]) -> dict[tuple[str, str], Cell]:
                 by.setdefault((v.claim, family), []).append(v)
     out = {}
     for key, vs in by.items():
-        statuses = {v.status for v in vs}
-        status = next(iter(statuses)) if len(statuses) == 1 else MIXED
-        out[key] = Cell(status, tuple(v.model for v in vs), _value(vs))
+        out[key] = Cell(group_status(v.status for v in vs), tuple(v.model for v in vs), _value(vs))
     return out
 
 

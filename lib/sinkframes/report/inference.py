@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,12 @@ from ..verdicts import NOT_EVALUATED, SUPPORTED, Estimate, PageVerdicts, Verdict
 from ..verdicts.rules import DIRECTION
 
 MIXED = "mixed"
+
+
+def group_status(statuses: Iterable[str]) -> str:
+    """The verdict of a group of models: their common status, :data:`MIXED` where they disagree."""
+    seen = set(statuses)
+    return next(iter(seen)) if len(seen) == 1 else MIXED
 _ORDER = {c.id: i for i, c in enumerate(CLAIMS)}
 ALPHA = 0.05
 #: the interval kinds whose bounds are read as a normal 95 % interval for a p-value (bootstraps over sentences)
@@ -56,7 +63,7 @@ def family_lines(saved: dict[str, PageVerdicts]) -> pd.DataFrame:
     rows = []
     for cid, models in sorted(by.items(), key=lambda kv: _ORDER.get(kv[0], len(_ORDER))):
         statuses = {m: v.status for m, v in models.items()}
-        group = next(iter(statuses.values())) if len(set(statuses.values())) == 1 else MIXED
+        group = group_status(statuses.values())
         rows.append({"claim": cid, "about": CLAIMS_BY_ID[cid].subject, "models": len(models),
                      "group verdict": group, "model verdicts": "; ".join(f"{m}: {s}" for m, s in statuses.items()),
                      "span of their intervals": _span_text([v.estimate for v in models.values()])})
