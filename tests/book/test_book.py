@@ -47,15 +47,19 @@ def test_template_structure(path):
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.name)
 def test_machinery_cells_are_hidden_in_the_rendered_page(path):
-    # the install cell folds away, the parameters and the setup show their outputs but not their code; on Colab
-    # and in JupyterLab the tags change nothing
+    # the rendered page opens with its title and its finding: the install cell is left out of the HTML, the
+    # parameters and the setup show their outputs but not their code; on Colab and in JupyterLab (and in the
+    # notebook a reader downloads) the tags change nothing
     nb = nbformat.read(path, as_version=4)
     for c in (c for c in nb.cells if c.cell_type == "code"):
         tags = c.metadata.get("tags", [])
         if "google.colab" in c.source:
-            assert "hide-cell" in tags
+            assert "remove-cell" in tags
         if "parameters" in tags or "page.setup(" in c.source:
-            assert "hide-input" in tags
+            assert "remove-input" in tags
+        if "page.setup(" in c.source:
+            # the provenance is shown after the result box, which says what the page found
+            assert "show=False" in c.source
 
 
 def _verdict_pages() -> list[Path]:
@@ -85,6 +89,8 @@ def test_every_section_and_family_page_shows_its_result_box_before_its_verdict_t
     assert cell.metadata.get("mystnb", {}).get("markdown_format") == "myst"
     assert "hide-input" in cell.metadata.get("tags", [])
     assert sum("claim_verdicts = " in c.source for c in code) == 1, "the verdicts are computed once"
+    if any("page.setup(" in c.source for c in code):
+        assert "provenance=True" in cell.source, "how the page was made follows what it found"
     if path.name != "07_emergence.ipynb":  # its verdicts need the training run, further down the page
         setup = next(i for i, c in enumerate(code) if "page.setup(" in c.source)
         assert box[0] == setup + 1, "the box follows the page's set-up, before its first section"

@@ -118,3 +118,31 @@ def test_raw_tex_is_caught_when_mathjax_does_not_run(built_html, driver):
     page = _broken_copy(built_html, "02_softmax_geometry.html", "tex", without_mathjax)
     report = browser.check_page(driver, built_html, page)
     assert any("raw TeX" in p for p in report.problems), report.problems
+
+
+@pytest.mark.slow
+def test_the_scorecard_opens_with_its_answer_and_anything_before_it_is_caught(built_html, driver):
+    page = built_html / "book" / "00_scorecard.html"
+    assert browser.is_scorecard("book/00_scorecard.html") and not browser.is_section_page("book/00_scorecard.html")
+    assert browser.answer_problems(_opened(driver, page)) == []
+    pushed = _broken_copy(built_html, "00_scorecard.html", "answer",
+                          lambda h: re.sub(r"(</h1>)", r'\1<div style="height:700px">provenance</div>', h, count=1))
+    found = browser.answer_problems(_opened(driver, pushed))
+    assert any("below the title" in p for p in found) and any("below the first screen" in p for p in found), found
+    no_answer = _broken_copy(built_html, "00_scorecard.html", "no-answer",
+                             lambda h: h.replace(">The answer, from the verdicts below<", ">Something else<"))
+    assert browser.answer_problems(_opened(driver, no_answer)) == [
+        "the scorecard's first box is not the answer ('The answer, from the verdicts below')"]
+
+
+def _opened(driver, page: Path):
+    driver.get(page.resolve().as_uri())
+    return driver
+
+
+@pytest.mark.slow
+def test_setup_code_before_a_result_box_is_caught(built_html, driver):
+    toggle = '<details class="hide above-input"><summary>Show code cell source</summary><pre>x = 1</pre></details>'
+    pushed = _broken_copy(built_html, "02_softmax_geometry.html", "toggles", lambda h: _insert(h, toggle * 2))
+    report = browser.check_page(driver, built_html, pushed, section=True)
+    assert any("code toggles before the result box" in p for p in report.problems), report.problems

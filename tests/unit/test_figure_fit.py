@@ -139,3 +139,62 @@ def test_every_page_of_the_hub_profiles_shows_its_models_in_distinct_colours(pro
         assert len({model_colour(m) for m in refs}) == len(refs), f"{page.id}: {refs}"
         checked += len(refs) > 1
     assert checked >= 8
+
+
+def _lab(rgb: tuple[float, float, float]) -> np.ndarray:
+    """CIELAB (D65) of an sRGB colour in [0, 1]: the standard formulas, written out for the test."""
+    c = np.asarray(rgb, dtype=float)
+    c = np.where(c > 0.04045, ((c + 0.055) / 1.055) ** 2.4, c / 12.92)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ c
+    xyz = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def test_the_lab_conversion_matches_known_values():
+    assert np.allclose(_lab((1.0, 1.0, 1.0)), [100, 0, 0], atol=0.05)
+    assert np.allclose(_lab((0.0, 0.0, 0.0)), [0, 0, 0], atol=0.05)
+    assert np.allclose(_lab((1.0, 0.0, 0.0)), [53.24, 80.09, 67.20], atol=0.1)  # sRGB red, D65
+
+
+def test_the_seven_default_models_are_told_apart_in_one_plot():
+    # the colour-blind palette's orange and tan (delta E 37) were read as one colour in a seven-line plot
+    import itertools
+
+    from sinkframes.figures.style import model_colour
+
+    default = ["smollm2", "gemma3", "qwen05", "minilm", "mpnet", "nomic", "e5small"]
+    closest = min(float(np.linalg.norm(_lab(model_colour(a)) - _lab(model_colour(b))))
+                  for a, b in itertools.combinations(default, 2))
+    assert closest > 40
+
+
+def test_overlapping_labels_are_found_and_a_clean_figure_has_none():
+    from sinkframes.figures.style import overlapping_labels
+
+    crowded, ax = plt.subplots(figsize=(3, 2))
+    ax.set_xticks(range(40), [f"label{i}" for i in range(40)])
+    assert any("panel 1 x tick 'label0' / panel 1 x tick 'label1'" == o for o in overlapping_labels(crowded))
+    titles, (a, b) = plt.subplots(1, 2, figsize=(3, 2))
+    a.set_title("a very long title that runs")
+    b.set_title("into this one")
+    assert "panel 1 title 'a very long title that runs' / panel 2 title 'into this one'" in overlapping_labels(titles)
+    clean, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.set(title="a title", xlabel="x", ylabel="y")
+    ax.legend()
+    ax.text(0.5, 0.5, "at a data point")  # in the data area: not a label
+    clean.tight_layout()
+    assert overlapping_labels(clean) == []
+    for f in (crowded, titles, clean):
+        plt.close(f)
+
+
+def test_finish_warns_when_labels_overlap():
+    from sinkframes.figures.style import FigureOverlapWarning, finish
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_xticks(range(40), [f"label{i}" for i in range(40)])
+    with pytest.warns(FigureOverlapWarning, match="labels overlap in this figure"):
+        finish(fig)
+    plt.close(fig)

@@ -37,7 +37,20 @@ def _found() -> list[V.Verdict]:
 
 
 def _link(cid: str) -> str:
-    return f'<a href="#{pv.claim_anchor(cid)}"><code>{cid}</code></a>'
+    c = CLAIMS_BY_ID[cid]
+    return f'<a href="#{pv.claim_anchor(cid)}" title="claim {cid}">{c.quantity} ({pv.SUBJECT_WORDS[c.subject]})</a>'
+
+
+def test_the_box_names_a_claim_in_words_with_its_id_in_the_title():
+    link = pv.claim_link("1.bos_share")
+    assert ">share of attention on the beginning-of-sequence token (all models)</a>" in link
+    assert 'title="claim 1.bos_share"' in link and "<code>" not in link
+    assert pv.claim_words("no.such_claim") == "no.such_claim"
+    assert pv.claim_words("3.1.centralized") == "frame type (centralized models)"
+
+
+def test_every_registry_subject_has_words():
+    assert {c.subject for c in CLAIMS} <= set(pv.SUBJECT_WORDS)
 
 
 def test_numbers_print_round_off_as_zero_and_non_finite_values_as_words():
@@ -97,7 +110,7 @@ def test_the_result_box_is_written_from_the_verdicts():
         f"- **Reproduced?** (the authors' computation; 1 claim on 1 model) *supported*: {_link('1.bos_share')}.",
         f"- **Refuted on the most models**: {_link('1.bos_share')} (share of attention on the beginning-of-sequence "
         "token; paper: *30-40 %*) is not supported on both models by the corrected computation; rule: "
-        "within [0.3, 0.4]; ours on `a` (holds?): 0.53 [0.52, 0.54].",
+        "within [0.3, 0.4]; our estimate on `a` by the corrected computation: 0.53 [0.52, 0.54].",
         ":::",
     ])
 

@@ -44,6 +44,12 @@ WIDTH_SLACK_PX = 2
 MIN_IMAGE_SCALE_PCT = 97
 #: a section page shows its first figure within this many pixels of the page's top
 FIRST_FIGURE_PX = 2500
+#: the first screen the scorecard's answer must fit (a laptop's browser window), and how far below the title its
+#: box may start (the heading's and the box's margins: nothing else between them)
+ANSWER_SCREEN = (1280, 900)
+ANSWER_AFTER_TITLE_PX = 80
+#: the code toggles a section page may show before its result box (the analysis cell that computes it)
+TOGGLES_BEFORE_BOX = 1
 
 # every value the page check returns, measured in the page after MathJax (if any) has finished
 _PAGE_SCRIPT = """
@@ -101,8 +107,20 @@ const measure = () => {
   const first_figure = outputs_images.length ?
     Math.round(outputs_images[0].getBoundingClientRect().top + window.scrollY) : null;
   const boxes = [...column.querySelectorAll('.admonition-title')].map((el) => el.innerText.trim());
+  // the page's opening: its title, its first box (the answer or the result box), and the code toggles before it
+  const h1 = column.querySelector('h1');
+  const box = column.querySelector('.admonition');
+  const page_y = (el, side) => Math.round(el.getBoundingClientRect()[side] + window.scrollY);
+  const toggles_before = box ? [...column.querySelectorAll('details.hide, details.toggle-details')]
+    .filter((el) => el.offsetParent !== null && (el.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING))
+    .length : 0;
+  const opening = box ? {title: (box.querySelector('.admonition-title') || box).innerText.trim().slice(0, 80),
+                         top: page_y(box, 'top'), bottom: page_y(box, 'bottom'),
+                         after_title: h1 ? page_y(box, 'top') - page_y(h1, 'bottom') : null,
+                         toggles_before: toggles_before} : null;
   done({width: width, broken: broken, no_alt: no_alt, wide: wide, shrunk: shrunk, tex: tex, errors: errors,
-        raw: raw, split_words: split_words, uncaptioned: uncaptioned, first_figure: first_figure, boxes: boxes});
+        raw: raw, split_words: split_words, uncaptioned: uncaptioned, first_figure: first_figure, boxes: boxes,
+        opening: opening});
 };
 const start = () => {
   if (document.readyState !== 'complete' || !document.body) {
@@ -226,10 +244,16 @@ def check_page(driver: Any, site: Path, page: Path, screenshots: Path | None = N
     if is_section_page(rel) if section is None else section:
         if BOX_TITLE not in found["boxes"]:
             report.problems.append(f"no result box ({BOX_TITLE!r})")
+        opening = found["opening"]
+        if opening and opening["title"] == BOX_TITLE and opening["toggles_before"] > TOGGLES_BEFORE_BOX:
+            report.problems.append(f"{opening['toggles_before']} code toggles before the result box (at most "
+                                   f"{TOGGLES_BEFORE_BOX}: the page's set-up code belongs out of the reader's way)")
         if found["first_figure"] is not None and found["first_figure"] > FIRST_FIGURE_PX:
             report.problems.append(f"the first figure is {found['first_figure']} px from the top "
                                    f"(at most {FIRST_FIGURE_PX})")
     report.problems += link_problems(site, page, link_cache)
+    if is_scorecard(rel):
+        report.problems += answer_problems(driver)
     if screenshots is not None:
         shot = screenshots / (rel.replace("/", "__").removesuffix(".html") + ".png")
         shot.parent.mkdir(parents=True, exist_ok=True)
@@ -239,6 +263,39 @@ def check_page(driver: Any, site: Path, page: Path, screenshots: Path | None = N
         driver.set_window_size(*WINDOW)
         report.screenshot = shot
     return report
+
+
+def answer_problems(driver: Any) -> list[str]:
+    """What keeps the scorecard's answer (``report.answer.admonition``) from being the first thing a reader sees:
+    measured in a window of :data:`ANSWER_SCREEN` on the page the driver shows, the answer must be the page's first
+    box, start right under the title (:data:`ANSWER_AFTER_TITLE_PX`) with no code toggle before it, and end inside
+    the first screen. Its links are checked with the page's others (:func:`link_problems`)."""
+    from ..report.answer import ANSWER_TITLE
+
+    driver.set_window_size(*ANSWER_SCREEN)
+    try:
+        driver.execute_script("window.scrollTo(0, 0)")
+        found = driver.execute_async_script(_PAGE_SCRIPT, COLUMN_SELECTOR, WIDTH_SLACK_PX, MIN_IMAGE_SCALE_PCT)
+    finally:
+        driver.set_window_size(*WINDOW)
+    opening = found["opening"]
+    if not opening or opening["title"] != ANSWER_TITLE:
+        return [f"the scorecard's first box is not the answer ({ANSWER_TITLE!r})"]
+    problems = []
+    if opening["toggles_before"]:
+        problems.append(f"{opening['toggles_before']} code toggles before the answer")
+    if opening["after_title"] is not None and opening["after_title"] > ANSWER_AFTER_TITLE_PX:
+        problems.append(f"the answer starts {opening['after_title']} px below the title (at most "
+                        f"{ANSWER_AFTER_TITLE_PX}: something stands between them)")
+    if opening["bottom"] > ANSWER_SCREEN[1]:
+        problems.append(f"the answer ends {opening['bottom']} px from the top, below the first screen "
+                        f"({ANSWER_SCREEN[0]} x {ANSWER_SCREEN[1]})")
+    return problems
+
+
+def is_scorecard(rel: str) -> bool:
+    """Whether the page at ``rel`` is a scorecard (``book/00_scorecard.html``, or a larger profile's)."""
+    return re.fullmatch(r"book/(?:[\w-]+/)?00_scorecard\.html", rel) is not None
 
 
 def is_section_page(rel: str) -> bool:

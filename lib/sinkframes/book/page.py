@@ -81,10 +81,14 @@ class PageSetup:
             inputs = {**inputs, "halves_sentences": [halves[0][0].n_sentences, halves[1][0].n_sentences]}
         return save_verdicts(page_id, self.profile, results, inputs, show, again, halves)
 
-    def result_box(self, found: list[Any], empty: str = "") -> None:
+    def result_box(self, found: list[Any], empty: str = "", provenance: bool = False) -> None:
         """The box at the top of the page: what its verdicts ``found`` say, in at most three bullets
-        (``report.page_verdicts.result_box``); ``empty`` is what it says when there are none."""
+        (``report.page_verdicts.result_box``); ``empty`` is what it says when there are none. With ``provenance``,
+        the folded provenance block follows it (a page that set up with ``show=False``, so that its finding comes
+        before how it was made)."""
         show_result_box(found, empty)
+        if provenance:
+            show_details(PROVENANCE_TITLE, self.provenance())
 
     def myst(self, markdown: str) -> None:
         """Show a MyST block (an admonition) as the book renders it, in the book and in a notebook front end
@@ -259,7 +263,8 @@ def setup(
     ``selection``: ``"balanced"`` (the book's seeded, field-balanced draw) or ``"official"`` (the
     topology notebook's sentence choice; needs the paper's CSV). ``run_options`` are
     ``RunOptions`` fields (``batch_size``, ``max_length``, ``bos_policy``, ``dtype``, ``device``, ...);
-    an unknown name is an error that lists the valid ones. ``show`` displays the provenance line.
+    an unknown name is an error that lists the valid ones. ``show`` displays the provenance line now (a page whose
+    result box comes first passes ``False`` and shows it with the box, :meth:`PageSetup.result_box`).
     ``page_id`` (the manifest id of the calling page) makes the profile label compare the parameters with
     that page's entry only (see :func:`profile_label`).
     """

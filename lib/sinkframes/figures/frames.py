@@ -58,6 +58,12 @@ def _sparse_labels(tokens: Sequence[str], most: int = MAX_TOKEN_LABELS) -> list[
     return [t if i % step == 0 else "" for i, t in enumerate(tokens)]
 
 
+#: the line styles of one model shown under several conditions, in order (the first condition solid)
+LINE_STYLES = ("-", "--", ":", "-.")
+#: the bars of two rules (not models) side by side
+RULE_GREYS = ("#404040", "#a6a6a6")
+
+
 def layer_profiles(frames: Sequence[ModelResult], labels: Sequence[str] | None = None) -> Figure:
     """Per-layer sink measures against relative depth, one line per model (band: 95 % bootstrap CI)."""
     _style()
@@ -68,12 +74,16 @@ def layer_profiles(frames: Sequence[ModelResult], labels: Sequence[str] | None =
         ("reference_count", "reference tokens per head"),
     ]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.3 * len(panels), 3.6))
+    seen: dict[str, int] = {}
     for k, f in enumerate(frames):
         d = f.layers
+        # one colour per model, as on every page; a model shown again (another condition, ``labels``) keeps its
+        # colour and takes the next line style
+        style = LINE_STYLES[seen.get(f.ref, 0) % len(LINE_STYLES)]
+        seen[f.ref] = seen.get(f.ref, 0) + 1
         for ax, (col, _title) in zip(axes, panels, strict=True):
-            # one colour per model; with labels (one model under two conditions) one per line instead
             line = ax.plot(d["depth"], d[col], marker="o", ms=3, label=labels[k] if labels else f.ref,
-                           color=None if labels else model_colour(f.ref))[0]
+                           color=model_colour(f.ref), ls=style)[0]
             if col == "first_token_share":
                 ax.fill_between(d["depth"], d["first_token_share_low"], d["first_token_share_high"], alpha=0.2,
                                 color=line.get_color())
@@ -97,7 +107,8 @@ def reference_counts(frames: Sequence[ModelResult]) -> Figure:
         rows.append({"model": f.ref, "rule": "head average, column mean > 0.1 (official)",
                      "count": ev["faithful_reference_count"]})
     fig, ax = plt.subplots(figsize=(7, 3.4))
-    sns.barplot(data=pd.DataFrame(rows), x="model", y="count", hue="rule", ax=ax)
+    # the two rules in greys: the palette's colours stand for models on every page
+    sns.barplot(data=pd.DataFrame(rows), x="model", y="count", hue="rule", ax=ax, palette=RULE_GREYS)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_ylabel("reference tokens (mean over layers)")
     # the bars fill the panel: the legend goes above it, outside the axes

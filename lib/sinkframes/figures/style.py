@@ -13,13 +13,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import warnings
 import zlib
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import seaborn as sns
 import yaml
 from matplotlib.axes import Axes
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.gridspec import GridSpec
 from matplotlib.layout_engine import ConstrainedLayoutEngine, PlaceHolderLayoutEngine
@@ -39,9 +42,14 @@ def _style() -> None:
     plt.rcParams["savefig.dpi"] = DPI
 
 
-#: the models the book names, in a fixed order: each keeps its colour on every page
-_KNOWN_ORDER = ("smollm2", "gemma3", "minilm", "llama-6x64 (trained here)", "qwen05", "mpnet", "nomic", "e5small",
-                "qwen15")
+#: the models the book names, each with its colour on every page: the seven default models take seven colours
+#: that differ pairwise by at least 43 in CIELAB (delta E 1976; the closest pair is blue and grey), chosen from the
+#: colour-blind palette and Paul Tol's muted scheme (its indigo) with black; the palette's orange and tan (37
+#: apart) and its two pinks (21) were too alike to tell apart in a seven-line plot
+_KNOWN_COLOUR = {"smollm2": "#0173b2", "gemma3": "#de8f05", "minilm": "#029e73", "qwen05": "#cc78bc",
+                 "mpnet": "#000000", "nomic": "#332288", "e5small": "#949494",
+                 "llama-6x64 (trained here)": "#ca9161", "qwen15": "#56b4e9"}
+_KNOWN_ORDER = tuple(_KNOWN_COLOUR)
 
 
 #: the profiles whose hub models are coloured so that no page of theirs shows two models in one colour
@@ -87,8 +95,8 @@ def model_colour(ref: str) -> tuple[float, float, float]:
     the model they derive from."""
     palette = sns.color_palette("colorblind", 10)
     base = _base(ref)
-    if base in _KNOWN_ORDER:
-        return tuple(palette[_KNOWN_ORDER.index(base)])
+    if base in _KNOWN_COLOUR:
+        return to_rgb(_KNOWN_COLOUR[base])
     hub = hub_colour_index()
     if base in hub:
         return tuple(palette[hub[base] % len(palette)])
@@ -170,7 +178,65 @@ def finish(fig: Figure) -> Figure:
         scale = 0.99 * COLUMN_IN / saved_in
         fig.set_size_inches(w * scale, h * scale)
         _layout(fig)
+    overlaps = overlapping_labels(fig)
+    if overlaps:
+        warnings.warn(f"labels overlap in this figure: {'; '.join(overlaps[:4])}", FigureOverlapWarning, stacklevel=2)
     return fig
+
+
+class FigureOverlapWarning(UserWarning):
+    """Two labels of a figure are drawn over each other (:func:`overlapping_labels`): shown on the page as a
+    warning, which the book's checks count as a problem."""
+
+
+#: two labels overlap when their boxes share at least this many pixels in each direction (anti-aliasing aside)
+OVERLAP_PX = 2.0
+
+
+def _drawn_ticks(axis: Any) -> list[Text]:
+    """The major tick labels ``axis`` draws: those of ticks inside its view limits (the locator may place more)."""
+    low, high = sorted(axis.get_view_interval())
+    span = (high - low) * 1e-9
+    return [t for loc, t in zip(axis.get_majorticklocs(), axis.get_ticklabels(), strict=False)
+            if low - span <= loc <= high + span]
+
+
+def _labels(fig: Figure) -> list[tuple[str, Text]]:
+    """Every visible, non-empty text a reader reads as a label: titles, axis labels, tick labels and legend
+    entries of each axes, texts placed in axes coordinates (not at data points), and the figure's own texts
+    (its title among them), each with its role (``"panel 2 title"``)."""
+    out: list[tuple[str, Text]] = []
+    for k, ax in enumerate(fig.axes):
+        if not ax.get_visible():
+            continue
+        where = f"panel {k + 1}"
+        out += [(f"{where} title", t) for t in ax.get_children()
+                if isinstance(t, Text) and t.get_transform() is not ax.transData]
+        out += [(f"{where} x label", ax.xaxis.label), (f"{where} y label", ax.yaxis.label)]
+        out += [(f"{where} x tick", t) for t in _drawn_ticks(ax.xaxis)]
+        out += [(f"{where} y tick", t) for t in _drawn_ticks(ax.yaxis)]
+        legend = ax.get_legend()
+        if legend is not None and legend.get_visible():
+            out += [(f"{where} legend", t) for t in legend.get_texts()]
+            out.append((f"{where} legend title", legend.get_title()))
+    out += [("figure text", t) for t in fig.get_children() if isinstance(t, Text)]
+    return [(role, t) for role, t in out if t.get_visible() and t.get_text().strip()]
+
+
+def overlapping_labels(fig: Figure) -> list[str]:
+    """Pairs of labels of ``fig`` drawn over each other, as ``"panel 1 x tick '0.5' / panel 2 y label 'share'"``
+    (empty when none): tick labels crowded on an axis, a title over a neighbour's, a rotated label into a panel's
+    ticks. Texts inside a panel's data area (annotations) are not labels and are not compared."""
+    fig.canvas.draw()
+    boxes = [(role, t, t.get_window_extent()) for role, t in _labels(fig)]
+    found = []
+    for i, (role_a, a, box_a) in enumerate(boxes):
+        for role_b, b, box_b in boxes[i + 1:]:
+            dx = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+            dy = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+            if dx >= OVERLAP_PX and dy >= OVERLAP_PX:
+                found.append(f"{role_a} {a.get_text()[:30]!r} / {role_b} {b.get_text()[:30]!r}")
+    return found
 
 
 def saved_width_in(fig: Figure) -> float:

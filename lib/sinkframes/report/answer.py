@@ -159,6 +159,10 @@ def write_intro(path: Path, saved: dict[str, PageVerdicts]) -> bool:
     return new != text
 
 
+#: the title of the box that opens the scorecard
+ANSWER_TITLE = "The answer, from the verdicts below"
+
+
 def admonition(saved: dict[str, PageVerdicts]) -> str:
     """:func:`answer` in the box that opens the scorecard (a MyST admonition)."""
-    return ":::{admonition} The answer, from the verdicts below\n:class: tip\n\n" + answer(saved) + "\n:::"
+    return f":::{{admonition}} {ANSWER_TITLE}\n:class: tip\n\n" + answer(saved) + "\n:::"

@@ -158,9 +158,32 @@ def _share(k: int, n: int) -> str:
     return f" ({_models(k, n).removesuffix(' models')})"
 
 
+#: a claim's subject (``Claim.subject``) as a reader names it; a subject not listed reads as it is stored
+SUBJECT_WORDS = {
+    "all": "all models", "centralized": "centralized models", "distributed": "distributed models",
+    "bidirectional": "bidirectional models", "centralized vs distributed vs bidirectional": "the three frame types",
+    "llama": "Llama", "qwen": "Qwen2.5", "mistral": "Mistral", "gemma": "Gemma", "pythia": "Pythia",
+    "pythia sizes": "Pythia's sizes", "bert": "BERT", "xlm-roberta": "XLM-RoBERTa", "phi": "Phi-2",
+    "rotary": "rotary models", "decoders": "decoders", "training": "training", "controlled": "models trained here",
+    "controlled-text": "text models trained here", "controlled-decoder": "decoders trained here",
+    "controlled-encoder": "encoders trained here",
+}
+
+
+def claim_words(claim_id: str) -> str:
+    """The claim in a few words for a reader: what it is about and of whom, as the registry states it
+    (``frame type (centralized models)``); the id itself where the registry does not hold it."""
+    claim = CLAIMS_BY_ID.get(claim_id)
+    if claim is None:
+        return claim_id
+    return f"{claim.quantity} ({SUBJECT_WORDS.get(claim.subject, claim.subject)})"
+
+
 def claim_link(claim_id: str) -> str:
-    """The claim's id linked to its row of the page's verdict table (inline HTML, so Markdown keeps it)."""
-    return f'<a href="#{claim_anchor(claim_id)}"><code>{html.escape(claim_id)}</code></a>'
+    """The claim in words (:func:`claim_words`) linked to its row of the page's verdict table, the id in the link's
+    title (inline HTML, so Markdown keeps it)."""
+    return (f'<a href="#{claim_anchor(claim_id)}" title="claim {html.escape(claim_id)}">'
+            f"{html.escape(claim_words(claim_id))}</a>")
 
 
 def _listed(items: list[str]) -> str:
@@ -227,7 +250,8 @@ def strongest_refutation(found: Sequence[Verdict]) -> str:
         where = " and on ".join(f"{on} by {QUESTION_WORDS[q]}" for q, on in said.items())
     first = next(v for q in ("holds", "reproduced") for v in found
                  if v.claim == cid and v.question == q and v.status == NOT_SUPPORTED)
-    ours = f"; ours on `{first.model}` ({first.question}?): {estimate_text(first.estimate)}" if first.estimate else ""
+    ours = (f"; our estimate on `{first.model}` by {QUESTION_WORDS[first.question]}: {estimate_text(first.estimate)}"
+            if first.estimate else "")
     return (f"**Refuted on the most models**: {claim_link(cid)} ({html.escape(claim.quantity)}; {_said(claim)}: "
             f"*{html.escape(claim.printed)}*) is not supported on {where}; rule: "
             f"{claim_rule_text(claim)}{ours}.")
