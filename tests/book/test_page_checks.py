@@ -25,6 +25,7 @@ def _clean_page() -> nbformat.NotebookNode:
     """A small executed page as the book makes it: a result box, a captioned figure, formatted numbers."""
     nb = nbformat.v4.new_notebook()
     box = nbformat.v4.new_code_cell("pg.result_box(claim_verdicts)", outputs=[_md(BOX)])
+    box.metadata["mystnb"] = {"markdown_format": "myst"}
     fig = nbformat.v4.new_code_cell("fig = frame_figures.layer_profiles(results)\npg.figure(fig, ...)", outputs=[
         nbformat.v4.new_output("display_data", data=PNG),
         _md(caption_markdown("1.1", "Four sink measures per layer.", "The share ranges from 0.12 (a) to 0.93 (b)."))])
@@ -53,6 +54,23 @@ def test_a_figure_without_a_caption_fails():
     # a caption shown above the figure (as the inline backend would order it) does not count
     nb.cells[2].outputs = [_md(caption_markdown("1.1", "Caption.")), nbformat.v4.new_output("display_data", data=PNG)]
     assert page_checks.uncaptioned_figures(nb) == [2]
+
+
+def test_a_myst_block_in_a_cell_that_does_not_render_myst_fails():
+    nb = _clean_page()
+    assert page_checks.unrendered_myst(nb) == []
+    del nb.cells[1].metadata["mystnb"]
+    assert page_checks.page_problems(nb, section=True) == [
+        "cell 1: a MyST block shown as plain text (the cell needs mystnb.markdown_format: myst)"]
+
+
+def test_a_figure_whose_labels_overlap_fails():
+    nb = _clean_page()
+    overlap = " *Labels overlap in this figure:* panel 1 x tick 'a' / panel 1 x tick 'b'."
+    text = caption_markdown("1.1", "Crowded.") + overlap
+    nb.cells[2].outputs[1] = _md(text)
+    assert page_checks.page_problems(nb, section=True) == [
+        "cell 2: *Labels overlap in this figure:* panel 1 x tick 'a' / panel 1 x tick 'b'."]
 
 
 @pytest.mark.parametrize("text", ["{'low': 0.1, 'high': 0.3}", "{&#x27;low&#x27;: 0.1}", "r = 0.123456789012",
@@ -99,7 +117,7 @@ def test_every_committed_page_reads_as_a_finished_page(page):
 
 def test_figure_numbers_follow_the_chapter():
     assert chapter_label("reference_frames") == "1"
-    assert chapter_label("emergence") == "B"
+    assert chapter_label("emergence") == "7"
     assert chapter_label("appendix_e_llama") == "E"
     assert chapter_label("scorecard") == "" and chapter_label(None) == ""
     with pytest.raises(ValueError):

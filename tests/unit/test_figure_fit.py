@@ -174,7 +174,7 @@ def test_overlapping_labels_are_found_and_a_clean_figure_has_none():
 
     crowded, ax = plt.subplots(figsize=(3, 2))
     ax.set_xticks(range(40), [f"label{i}" for i in range(40)])
-    assert any("panel 1 x tick 'label0' / panel 1 x tick 'label1'" == o for o in overlapping_labels(crowded))
+    assert any(o == "panel 1 x tick 'label0' / panel 1 x tick 'label1'" for o in overlapping_labels(crowded))
     titles, (a, b) = plt.subplots(1, 2, figsize=(3, 2))
     a.set_title("a very long title that runs")
     b.set_title("into this one")
@@ -190,11 +190,15 @@ def test_overlapping_labels_are_found_and_a_clean_figure_has_none():
         plt.close(f)
 
 
-def test_finish_warns_when_labels_overlap():
-    from sinkframes.figures.style import FigureOverlapWarning, finish
+def test_a_caption_says_when_its_figures_labels_overlap(monkeypatch):
+    from sinkframes.book import figure_caption
 
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.set_xticks(range(40), [f"label{i}" for i in range(40)])
-    with pytest.warns(FigureOverlapWarning, match="labels overlap in this figure"):
-        finish(fig)
-    plt.close(fig)
+    text = figure_caption.show(fig, "Crowded ticks.")
+    assert f"{figure_caption.OVERLAP_NOTE} panel 1 x tick 'label0' / panel 1 x tick 'label1'" in text
+    clean, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0, 1])
+    assert figure_caption.OVERLAP_NOTE not in figure_caption.show(clean, "A line.")
+

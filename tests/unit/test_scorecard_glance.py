@@ -130,7 +130,7 @@ def test_the_paper_models_not_run_are_named_with_their_stand_ins(saved):
     assert missing["mistral"] == (["mistralai/Mistral-7B-v0.1"], [])
     table = scorecard.models_run_html(saved, m)
     assert "<tr><td><code>smollm2</code></td><td>llama (centralized)</td>" in table
-    assert '<a href="01_reference_frames.html">1</a>' in table and '<a href="07_emergence.html">B</a>' in table
+    assert '<a href="01_reference_frames.html">1</a>' in table and '<a href="07_emergence.html">7</a>' in table
     text = scorecard.not_run_markdown(saved, "offline", m)
     assert f"**Not run** in the `offline` profile: {len(paper)} of the paper's models" in text
     assert "- mistral: `Mistral-7B-v0.1`; no stand-in here: the claims about that family alone are not" in text

@@ -122,6 +122,9 @@ def _cmd_toc(args: argparse.Namespace) -> int:
             (root / "_toc.yml").write_text(text)
             PACKAGED_MANIFEST.write_text((root / "notebooks" / "manifest.yml").read_text())
             PACKAGED_DEFAULTS.write_text(template_defaults_text(m))
+            from ..report import reproduction_map
+
+            (root / reproduction_map.PAGE).write_text(reproduction_map.page_markdown())
             for page in m.pages:  # the templates' install cells follow _config.yml's repository
                 nb = nbformat.read(root / page.template, as_version=4)
                 if set_install_cell(nb, url, branch):
@@ -286,8 +289,8 @@ def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argum
 
     t = sub.add_parser(
         "toc",
-        help="print (or --write) _toc.yml from the manifest; --write also regenerates the templates' install cells "
-             "and the manifest's packaged copy",
+        help="print (or --write) _toc.yml from the manifest; --write also regenerates the templates' install cells, "
+             "the manifest's packaged copy, the templates' defaults and the reproduction map (book/reproduction.md)",
     )
     t.add_argument("--write", action="store_true")
     t.set_defaults(func=_cmd_toc)

@@ -4,8 +4,8 @@ A figure of the book is shown, then, in the same cell, a caption block under it:
 
     **Figure 1.3.** What the figure shows. *Takeaway:* what a reader should carry away.
 
-The number is the page's chapter label (``1`` for "1. Reference frames", ``B`` for Appendix B, read from the
-page's manifest title) and the figure's place on the page, counted in the kernel that runs it. The caption says
+The number is the page's chapter label (``1`` for "1. Reference frames", ``E`` for "E. Llama", read from
+the page's manifest title) and the figure's place on the page, counted in the kernel that runs it. The caption says
 what is drawn; the takeaway says what it shows, and wherever it holds a number it comes from a ``report``
 function of the results, never from typed text. jupyter-book's own numbered figures (myst-nb ``glue`` with
 ``{glue:figure}``) would need one static Markdown cell per figure, which the pages that draw one figure per
@@ -24,7 +24,7 @@ _COUNTS: dict[str, int] = {}
 
 
 def chapter_label(page_id: str | None) -> str:
-    """The chapter part of a figure number: ``1`` for "1. Reference frames", ``B`` for "B. Random-matrix ...",
+    """The chapter part of a figure number: ``1`` for "1. Reference frames", ``E`` for "E. Llama",
     from the page's manifest title; ``""`` when the page or its title has none."""
     if not page_id:
         return ""
@@ -57,6 +57,10 @@ def reset(page_id: str | None = None) -> None:
         _COUNTS.pop(page_id, None)
 
 
+#: what a caption says when labels of its figure are drawn over each other (``figures.style.overlapping_labels``)
+OVERLAP_NOTE = "*Labels overlap in this figure:*"
+
+
 def caption_markdown(number: str, caption: str, takeaway: str = "") -> str:
     """The caption block of figure ``number``: ``**Figure N.** caption *Takeaway:* takeaway``."""
     caption = caption.strip()
@@ -77,7 +81,12 @@ def show(fig: Any, caption: str, takeaway: str = "", page_id: str | None = None)
     import matplotlib.pyplot as plt
     from IPython.display import Markdown, display
 
+    from ..figures.style import overlapping_labels
+
     text = caption_markdown(next_number(page_id), caption, takeaway)
+    overlaps = overlapping_labels(fig)
+    if overlaps:  # said under the figure, where the page checks (book.page_checks) find it
+        text += f" {OVERLAP_NOTE} {'; '.join(overlaps[:3])}."
     display(fig)
     plt.close(fig)
     display(Markdown(text))

@@ -143,7 +143,9 @@ def toc_title(p: Page, profile: str = "offline") -> str:
     """The page's title in the sidebar and on the executed page: its title, marked when ``profile`` runs it as a
     pipeline check only."""
     pipeline = bool(p.parameters.get(profile, {}).get("pipeline_check"))
-    return p.title + (NOT_RUN_SUFFIX if pipeline else "")
+    # a profile written to its own folder (the larger models) says so, so its page is not taken for the main one
+    own = f" ({profile})" if profile in OPTIONAL_PROFILES else ""
+    return p.title + own + (NOT_RUN_SUFFIX if pipeline else "")
 
 
 def render_toc(m: Manifest) -> str:
@@ -166,8 +168,8 @@ def render_toc(m: Manifest) -> str:
         if extra:
             lines.append(f"  - caption: Larger models ({profile} profile)")
             lines.append("    chapters:")
-            lines.extend(f'      - file: {Path(p.output_for(profile)).with_suffix("")}\n        title: "{p.title} '
-                         f'({profile})"' for p in extra)
+            lines.extend(f'      - file: {Path(p.output_for(profile)).with_suffix("")}\n        title: '
+                         f'"{toc_title(p, profile)}"' for p in extra)
     if m.back_matter:
         lines.append("  - caption: Back matter")
         lines.append("    chapters:")

@@ -2,6 +2,8 @@
 
 - a section or family page opens with its result box (the ``What this page finds`` admonition);
 - every figure has its numbered caption (``book.figure_caption``) under it, in the same cell;
+- a MyST block (an admonition) is rendered, not printed as text;
+- no figure's labels are drawn over each other (its caption would say so: ``figure_caption.OVERLAP_NOTE``);
 - no rendered text shows a Python dict (``{'low': 0.1, ...}``) or a float with nine or more decimals
   (a number printed with ``str`` instead of the page's formatting).
 
@@ -15,7 +17,7 @@ import re
 from typing import Any
 
 from ..report.page_verdicts import BOX_TITLE
-from .figure_caption import CAPTION_PREFIX
+from .figure_caption import CAPTION_PREFIX, OVERLAP_NOTE
 
 #: a Python dict printed as text: an opening brace, a quoted key and a colon (HTML-escaped quotes too)
 DICT_RE = re.compile(r"\{\s*(?:'|&#x27;|&#39;|\"|&quot;)[^'\"&\n]{1,40}(?:'|&#x27;|&#39;|\"|&quot;)\s*:")
@@ -84,11 +86,27 @@ def raw_values(nb: Any) -> list[tuple[int, str]]:
     return found
 
 
+def unrendered_myst(nb: Any) -> list[int]:
+    """The cells whose Markdown output holds a MyST block (``:::{admonition}``) that the book would print as text:
+    the cell lacks ``mystnb.markdown_format: myst`` in its metadata."""
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or cell.metadata.get("mystnb", {}).get("markdown_format") == "myst":
+            continue
+        if any(mime == "text/markdown" and ":::{" in text for mime, text in map(_rendered, cell.get("outputs", []))):
+            cells.append(i)
+    return cells
+
+
 def page_problems(nb: Any, section: bool) -> list[str]:
     """Every problem of an executed page; ``section``: a section or family page, which needs its result box."""
     problems = []
     if section and not has_result_box(nb):
         problems.append(f"no result box ({BOX_TITLE!r})")
     problems += [f"cell {i}: a figure without a caption" for i in uncaptioned_figures(nb)]
+    problems += [f"cell {i}: a MyST block shown as plain text (the cell needs mystnb.markdown_format: myst)"
+                 for i in unrendered_myst(nb)]
     problems += [f"cell {i}: a raw Python value in the text: {excerpt!r}" for i, excerpt in raw_values(nb)]
+    problems += [f"cell {i}: {text[text.index(OVERLAP_NOTE):][:200]}" for i, text in rendered_texts(nb)
+                 if OVERLAP_NOTE in text]
     return problems

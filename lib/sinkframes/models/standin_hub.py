@@ -137,6 +137,7 @@ STANDINS: dict[str, StandIn] = {s.repo: s for s in [
     _pythia("EleutherAI/pythia-70m", 8),
     _pythia("EleutherAI/pythia-160m", 12),
     _pythia("EleutherAI/pythia-410m", 16),
+    _pythia("EleutherAI/pythia-1b", 8),
     _pythia("EleutherAI/pythia-1.4b", 16),
     _pythia("EleutherAI/pythia-2.8b", 32),
     _pythia("EleutherAI/pythia-6.9b", 32),
@@ -469,8 +470,8 @@ class HubSummary:
 
 
 def profile_models(profiles: tuple[str, ...] = PROFILES) -> dict[str, list[str]]:
-    """Every hub id the pages of ``profiles`` name (``models``, ``bos_comparison``, ``checkpoint_models``),
-    with the ``stepN`` revisions the emergence page reads from it (``main`` always)."""
+    """Every hub id the pages of ``profiles`` name (``models``, ``bos_comparison``, ``checkpoint_models``,
+    ``published_check_model``), with the ``stepN`` revisions the emergence page reads from it (``main`` always)."""
     from ..book.manifest import load_manifest
 
     found: dict[str, list[str]] = {}
@@ -482,6 +483,9 @@ def profile_models(profiles: tuple[str, ...] = PROFILES) -> dict[str, list[str]]
             for ref in params.get("checkpoint_models") or []:
                 revs = found.setdefault(ref, ["main"])
                 revs += [s for s in params.get("checkpoint_steps") or [] if s not in revs]
+            if params.get("published_check_model"):
+                revs = found.setdefault(params["published_check_model"], ["main"])
+                revs += [s for s in params.get("published_check_steps") or [] if s not in revs]
     return found
 
 

@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 from ..analyses.base import ModelResult
-from ..analyses.rmt import SINK_SHARE_THRESHOLD, Series, emergence, faithful_comparison, model_summary
+from ..analyses.rmt import (
+    SINK_SHARE_THRESHOLD,
+    Series,
+    TrainingRun,
+    emergence,
+    faithful_comparison,
+    model_summary,
+)
 from ..metrics.sinks import uniform_first_token_share
 
 
@@ -82,3 +90,60 @@ def diagonal_note(max_difference: float) -> str:
             f"{max_difference:.1e}" + (" (round-off): the official spectrum of causal attention *is* its "
                                        "self-attention weights." if np.isfinite(max_difference) and
                                        max_difference < 1e-6 else "."))
+
+
+#: first-token heads of Pythia over its training, as published with arXiv 2606.02378: per model, its number of
+#: heads, the heads counted at each step, and how many of them lie in layers 0-1 at every step
+PUBLISHED_FIRST_TOKEN_HEADS: dict[str, dict] = {
+    "EleutherAI/pythia-1b": {"heads": 128, "steps": {512: 0, 3000: 14, 143000: 74}, "early": 0},
+}
+#: the source of :data:`PUBLISHED_FIRST_TOKEN_HEADS`
+PUBLISHED_SOURCE = "arXiv 2606.02378"
+#: a first-token head here: its mean first-token share over the sentences reaches this (the attractor heads of
+#: the same paper's claim in chapter 8, ``analyses.positions.ATTRACTOR_SHARE``); the paper's own criterion may
+#: differ, so the counts are a check beside theirs, not a verdict
+FIRST_TOKEN_HEAD_SHARE = 0.5
+#: the early layers the published counts speak of
+EARLY_LAYERS = (0, 1)
+
+
+def first_token_heads(result: ModelResult, share: float = FIRST_TOKEN_HEAD_SHARE) -> tuple[int, int, int]:
+    """``(heads whose mean first-token share reaches share, of them in layers 0-1, all heads)`` of one checkpoint."""
+    mean = np.asarray(result.heads["first_token_share"], dtype=float)  # [layer, head]
+    hit = mean >= share
+    return int(hit.sum()), int(hit[list(EARLY_LAYERS)].sum()), int(mean.size)
+
+
+def published_heads_check(runs: Sequence[TrainingRun]) -> pd.DataFrame:
+    """Our first-token head counts beside the published ones (:data:`PUBLISHED_FIRST_TOKEN_HEADS`), one row per
+    checkpoint of a run whose model and step the publication counts; empty when no run holds one."""
+    rows = []
+    for run in runs:
+        published = PUBLISHED_FIRST_TOKEN_HEADS.get(run.source)
+        if published is None:
+            continue
+        for checkpoint, result, _loss in run.series.by_name().values():
+            if checkpoint.step not in published["steps"]:
+                continue
+            ours, early, total = first_token_heads(result)
+            theirs = published["steps"][checkpoint.step]
+            rows.append({"model": run.source, "step": checkpoint.step,
+                         f"heads ({PUBLISHED_SOURCE})": f"{theirs} of {published['heads']}",
+                         "heads (ours)": f"{ours} of {total}",
+                         f"in layers 0-1 ({PUBLISHED_SOURCE})": published["early"], "in layers 0-1 (ours)": early})
+    return pd.DataFrame(rows)
+
+
+def published_heads_note(table: pd.DataFrame, model: str | None) -> str:
+    """What the published check says: how our counts were made, or why the page has none."""
+    if model is None:
+        return (f"The first-token heads of Pythia-1B over its training published with {PUBLISHED_SOURCE} (0 of 128 "
+                "heads at step 512, 14 at step 3,000, 74 at step 143,000, none in layers 0-1) are checked where a "
+                "profile loads those checkpoints from the hub (the colab and paper profiles); this profile does not.")
+    if table.empty:
+        return (f"No checkpoint of `{model}` that {PUBLISHED_SOURCE} counts was measured: the published counts "
+                f"are for {', '.join(PUBLISHED_FIRST_TOKEN_HEADS)} at steps "
+                f"{', '.join(str(s) for p in PUBLISHED_FIRST_TOKEN_HEADS.values() for s in p['steps'])}.")
+    return (f"Our count is of the heads whose mean first-token share over this page's sentences reaches "
+            f"{FIRST_TOKEN_HEAD_SHARE}; {PUBLISHED_SOURCE} may count with another criterion and other text, so the "
+            "two columns are a check of direction and order of magnitude, not a verdict.")
