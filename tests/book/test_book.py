@@ -113,15 +113,16 @@ def test_manifest_parameters_are_template_parameters(page):
 def test_the_family_appendices_are_one_template_run_with_other_parameters():
     pages = [p for p in M.pages if p.template == "notebooks/family_appendix.ipynb"]
     assert [p.params_for("offline")["family"] for p in pages] == ["llama", "qwen", "gemma_mistral", "encoders",
-                                                                    "phi", "pythia"]
-    assert [p.part for p in pages] == ["Model families"] * 6
+                                                                    "phi", "pythia", "bloom"]
+    assert [p.part for p in pages] == ["Model families"] * 7
     executed = [nbformat.read(ROOT / p.output, as_version=4) for p in pages]
     code = [[c.source for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])
              and not c.source.startswith("# On Colab")] for nb in executed]
     assert all(c == code[0] for c in code[1:]) and code[0]  # the same code, cell for cell
     titles = [next(c for c in nb.cells if c.cell_type == "markdown").source.splitlines()[0] for nb in executed]
     assert titles == [f"# {manifest.toc_title(p)}" for p in pages]  # "(not run here)" for a pipeline check
-    assert titles[-1] == "# J. Pythia (not run here)"
+    assert titles[-2] == "# J. Pythia (not run here)"
+    assert titles[-1] == "# K. BLOOM: ALiBi, a family the paper did not study (not run here)"
     families = {nb.metadata["papermill"]["parameters"]["family"] for nb in executed}
     assert len(families) == 6  # ... with other parameters
 

@@ -45,6 +45,10 @@ def test_captured_tensors_reproduce_attention_and_output(arch, texts):
         v = hooks.expand_kv(c.value, heads)
         for layer in range(c.query.shape[0]):
             logits = c.query[layer] @ k[layer].transpose(-1, -2) * c.scaling[layer]  # [head, query, key]
+            if arch == "bloom":  # ALiBi: a bias per head, linear in the key's position, added to q.k
+                from transformers.models.bloom.modeling_bloom import _get_alibi_slopes
+
+                logits = logits + _get_alibi_slopes(heads, logits.device)[:, None, None] * torch.arange(n)
             logits = logits.masked_fill(~_visible(lm, layer, n), float("-inf"))
             torch.testing.assert_close(logits.softmax(-1), c.attention[layer], atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(c.attention @ v, c.output_heads, atol=1e-5, rtol=1e-4)

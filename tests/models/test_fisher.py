@@ -68,6 +68,11 @@ def test_softmax_fisher_matches_analytic_value_and_finite_differences():
         ("encoder.layer.5.output.dense.weight", 5, "mlp", "mlp"),
         ("model.embed_tokens.weight", None, "embedding", "embedding"),
         ("model.norm.weight", None, "other", None),
+        ("transformer.h.7.self_attention.query_key_value.weight", 7, "attention", "attention"),
+        ("transformer.h.7.mlp.dense_4h_to_h.weight", 7, "mlp", "mlp"),
+        ("transformer.h.7.post_attention_layernorm.weight", 7, "norm", "attention"),
+        ("transformer.word_embeddings_layernorm.weight", None, "embedding", "embedding"),
+        ("model.graph.0.weight", None, "other", None),
     ],
 )
 def test_grouping(name, layer, group, official):

@@ -27,6 +27,7 @@ EXPECTED = {
     "xlm-roberta": ("xlm-roberta", False, True, 4),
     "mpnet": ("mpnet", False, True, 4),
     "nomic_bert": ("nomic-bert", False, True, 4),
+    "bloom": ("bloom", True, False, 4),
 }
 
 
@@ -49,6 +50,8 @@ def test_tiny_records(arch):
     assert r.attn_implementation == "eager"
     if arch in ("bert", "xlm-roberta", "mpnet"):
         assert r.position_encoding.startswith("learned absolute")
+    elif arch == "bloom":
+        assert r.position_encoding.startswith("ALiBi")
     else:
         assert r.position_encoding.startswith("RoPE")
     if arch in ("phi", "gpt_neox"):

@@ -48,3 +48,9 @@ def test_every_page_of_the_profile_runs_to_the_end_against_the_stand_in_hub(prof
     assert f"`{profile}` profile" in scorecard
     appendix_j = _text(tmp_path / "pages" / "appendix_j_pythia.ipynb")
     assert "EleutherAI/pythia" in appendix_j and "Pipeline check only" not in appendix_j  # real (random) numbers
+    # the ALiBi family through the hook, with its published check; Pythia-1B's heads beside the published counts
+    appendix_k = _text(tmp_path / "pages" / "appendix_k_bloom.ipynb")
+    assert "bigscience/bloom-560m" in appendix_k and "Beside published counts" in appendix_k
+    assert "share (arXiv 2603.09616)" in appendix_k and "Pipeline check only" not in appendix_k
+    emergence = _text(tmp_path / "pages" / "07_emergence.ipynb")
+    assert "heads (arXiv 2606.02378)" in emergence and "heads (ours)" in emergence

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from sinkframes.report import family
@@ -9,7 +11,8 @@ from sinkframes.report import family
 
 def test_each_family_page_holds_its_appendix_claims():
     counts = {k: len(family.appendix_claims(k)) for k in family.FAMILIES}
-    assert counts == {"llama": 11, "qwen": 12, "gemma_mistral": 20, "encoders": 16, "phi": 7, "pythia": 7}
+    assert counts == {"llama": 11, "qwen": 12, "gemma_mistral": 20, "encoders": 16, "phi": 7, "pythia": 7,
+                      "bloom": 0}
     assert "{" not in "".join(family.claims_table("llama")["rule"])  # rules in words, never a dict
     t = family.claims_table("gemma_mistral")
     assert {"G.gemma_concentration_max", "G.mistral_concentration_max"} <= set(t["claim"])
@@ -135,3 +138,33 @@ def test_a_span_with_no_value_on_a_side_says_undefined_not_nan():
     assert family._span(3.271, 2.6149, 2) == "3.27 -> 2.61"
     assert family._span(float("nan"), float("nan"), 4) == "undefined -> undefined"
     assert family._span(0.5, float("nan"), 3) == "0.500 -> undefined"
+
+
+def test_the_family_parameter_accepts_every_family_page():
+    from sinkframes.book.params import _CHOICES
+    from sinkframes.report.family import FAMILIES
+
+    assert set(_CHOICES["family"]) == set(FAMILIES)
+
+
+def test_a_family_the_paper_did_not_study_says_so_and_checks_its_published_count():
+    import numpy as np
+
+    from sinkframes.report import family as fam
+
+    bloom = fam.family_of("bloom")
+    assert not bloom.in_paper and fam.page_id("bloom") == "appendix_k_bloom" and fam.appendix_claims("bloom") == []
+    assert fam.claims_table("bloom").to_dict("records") == [{"claim": "none",
+                                                             "about": "the paper did not study BLOOM"}]
+    share = np.full((24, 16), 0.2)  # [layer, head]
+    share[4:, :8] = 0.51  # 160 of 384 heads above one half
+    share[0, 0] = 0.5  # at one half: not more than half
+    result = SimpleNamespace(ref="bigscience/bloom-560m", heads={"first_token_share": share},
+                             data={"frame": "centralized"})
+    fr = fam.FamilyResults(bloom, ["bigscience/bloom-560m"], False, results={"frames": [result]})
+    row = fam.published_check(fr).iloc[0]
+    assert (row["heads"], row["sink heads (ours)"]) == (384, 160)
+    assert row["share (ours)"] == 160 / 384 and row["share (arXiv 2603.09616)"] == 0.44
+    assert "bloom-560m 44%" in fam.published_note(fr)
+    assert fam.published_check(fam.FamilyResults(fam.family_of("pythia"), [], False)).empty
+    assert "the paper did not study" in fam.no_verdicts_note(fr)

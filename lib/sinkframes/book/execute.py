@@ -168,29 +168,39 @@ def _execute(page: Page, profile: str, root: Path, out: Path) -> None:
     import papermill as pm
 
     from .params import ParameterError, unknown_parameters
+    from .watchdog import PageStalledError, stall_watchdog
 
     unknown = unknown_parameters(page.params_for(profile), root / page.template)
     if unknown:  # checked again here: every way of running a page passes through this call
         raise ParameterError(f"page {page.id}: " + "; ".join(unknown))
     for attempt in range(KERNEL_START_ATTEMPTS):
-        try:
-            pm.execute_notebook(
-                str(root / page.template),
-                str(out),
-                parameters=page.params_for(profile),
-                cwd=str(root),
-                progress_bar=False,
-                execution_timeout=page.timeout,
-                kernel_name="python3",
-                # every output has arrived when the last cell replies; a graceful shutdown then waited
-                # about 2.5 s per page for the kernel to tear down torch and exit
-                shutdown_kernel="immediate",
-            )
-            return
-        except Exception as exc:
-            if attempt + 1 == KERNEL_START_ATTEMPTS or not kernel_start_failure(exc):
-                raise
-            print(f"[sinkframes] {page.id}: the kernel did not start ({exc}); starting it again", file=sys.stderr)
+        # no limit on a cell's time, which depends on the machine: a kernel that stops making progress for the
+        # page's stall limit is stopped instead (book.watchdog)
+        with stall_watchdog(page.timeout) as watch:
+            try:
+                pm.execute_notebook(
+                    str(root / page.template),
+                    str(out),
+                    parameters=page.params_for(profile),
+                    cwd=str(root),
+                    progress_bar=False,
+                    execution_timeout=None,
+                    kernel_name="python3",
+                    # every output has arrived when the last cell replies; a graceful shutdown then waited
+                    # about 2.5 s per page for the kernel to tear down torch and exit
+                    shutdown_kernel="immediate",
+                )
+                return
+            except Exception as exc:
+                if watch.fired:
+                    raise PageStalledError(
+                        f"page {page.id}: its kernel made no progress (no CPU time, no disk traffic) for "
+                        f"{watch.limit:.0f} s and was stopped. Every result it finished is cached, so running the "
+                        "build again (`make book`) continues from there.") from exc
+                if attempt + 1 == KERNEL_START_ATTEMPTS or not kernel_start_failure(exc):
+                    raise
+                print(f"[sinkframes] {page.id}: the kernel did not start ({exc}); starting it again",
+                      file=sys.stderr)
 
 
 @contextmanager

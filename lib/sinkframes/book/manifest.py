@@ -28,7 +28,7 @@ class Page:
     title: str
     part: str
     parameters: dict[str, dict[str, Any]]
-    timeout: int = 3600
+    timeout: int = 600  # seconds its kernel may go without progress (book.watchdog)
     run_last: bool = False  # executed after every other page (the scorecard reads their verdicts)
     long_running: bool = False  # started first when pages run in parallel (the longest pages start at once)
     random_twins: bool = False  # its analyses run each model's random-initialized twin too (stored attention: both)

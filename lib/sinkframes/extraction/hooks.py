@@ -100,6 +100,10 @@ def _eager_modules(layers: list[tuple[torch.nn.Module, torch.nn.Module]], model:
             f"the attention hook needs attn_implementation='eager', this model uses {impl!r}; load it with "
             "sinkframes.models.load"
         )
+    if arch_of(model) == "bloom":
+        from ..models.alibi import install
+
+        install()  # BLOOM computes attention inline: give it the eager function this hook wraps
     found: dict[str, ModuleType] = {}
     for att, _ in layers:
         mod = sys.modules[type(att).__module__]

@@ -11,7 +11,7 @@ import seaborn as sns
 
 from ..types import MODES
 from .heatmap import heatmap
-from .style import _style, finish, model_colour
+from .style import COLUMN_IN, _style, finish, model_colour
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -81,22 +81,25 @@ _VALUE_PANELS = [("entropy", "attention entropy (nats)"), ("magnitude", "transfo
 
 
 def value_profiles(results: Sequence[ModelResult]) -> Figure:
-    """Value-space measures by depth: faithful (top row) and corrected (bottom row)."""
+    """Value-space measures by depth: one row per measure, faithful (left) and corrected (right); the legend of the
+    models above the panels."""
     _style()
-    fig, axes = plt.subplots(2, len(_VALUE_PANELS), figsize=(4.2 * len(_VALUE_PANELS), 6.6), squeeze=False)
-    for row, mode in enumerate(MODES):
-        for col, (name, title) in enumerate(_VALUE_PANELS):
+    fig, axes = plt.subplots(len(_VALUE_PANELS), 2, figsize=(COLUMN_IN, 2.4 * len(_VALUE_PANELS) + 0.8),
+                             squeeze=False, layout="constrained")
+    for col, mode in enumerate(MODES):
+        for row, (name, title) in enumerate(_VALUE_PANELS):
             ax = axes[row][col]
             for r in results:
                 ax.plot(r.layers["depth"], r.layers[f"{mode}_{name}"], marker="o", ms=3, label=r.ref,
                         color=model_colour(r.ref))
-            ax.set_title(f"{title}\n({mode})", fontsize=9)
+            ax.set_title(f"{title} ({mode})", fontsize=9)
             if name == "magnitude" and mode == "faithful":
                 ax.set_yscale("log")
-            if row == 1:
+            if row == len(_VALUE_PANELS) - 1:
                 ax.set_xlabel("relative depth")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncol=min(4, max(1, len(labels))), fontsize=8,
+               frameon=False)
     return finish(fig)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import simplex
-from .style import _style, finish, model_colour
+from .style import COLUMN_IN, _style, finish, model_colour
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -144,16 +144,16 @@ def key_norm_sweep(table: pd.DataFrame) -> Figure:
 
 
 def entropy_vs_sink_share(results: Sequence[ModelResult]) -> Figure:
-    """Normalized entropy against the share on position 0 (top) and on the strongest key (bottom):
-    small dots are heads, large ones layer means, coloured by relative depth."""
+    """Normalized entropy against the share on position 0 (left) and on the strongest key (right), one row per
+    model: small dots are heads, large ones layer means, coloured by relative depth."""
     _style()
-    fig, axes = plt.subplots(2, len(results), figsize=(4.3 * len(results) + 1, 7.2), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(len(results), 2, figsize=(COLUMN_IN, 2.9 * len(results) + 0.4), squeeze=False,
+                             layout="constrained", sharey=True)
     for c, r in enumerate(results):
         L = r.heads["entropy"].shape[0]  # heads: [layer, head]
         depth = np.repeat(np.arange(L) / max(1, L - 1), r.heads["entropy"].shape[1])  # [layer * head]
         for row, x in enumerate(("first_share", "max_share")):
-            ax = axes[row, c]
+            ax = axes[c, row]
             ax.scatter(r.heads[x].ravel(), r.heads["normalized_entropy"].ravel(), c=depth, cmap="viridis",
                        s=8, alpha=0.5, vmin=0, vmax=1)
             sc = ax.scatter(r.layers[x], r.layers["normalized_entropy"], c=r.layers["depth"], cmap="viridis",
@@ -162,9 +162,9 @@ def entropy_vs_sink_share(results: Sequence[ModelResult]) -> Figure:
             ax.set_xlim(-0.02, 1.02)
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("share on position 0" if x == "first_share" else "share on strongest key")
-            ax.set_ylabel("entropy / log(allowed keys)")
             if row == 0:
-                ax.set_title(r.ref, fontsize=10)
+                ax.set_ylabel("entropy / log(allowed keys)")
+                ax.set_title(r.ref, fontsize=10, loc="left")
     fig.colorbar(sc, ax=axes, shrink=0.6, label="relative depth")
     return finish(fig)
 

@@ -185,7 +185,10 @@ OVERLAP_PX = 2.0
 
 
 def _drawn_ticks(axis: Any) -> list[Text]:
-    """The major tick labels ``axis`` draws: those of ticks inside its view limits (the locator may place more)."""
+    """The major tick labels ``axis`` draws: none for a hidden axis (a twin's shared one), else those of ticks inside
+    its view limits (the locator may place more)."""
+    if not axis.get_visible():
+        return []
     low, high = sorted(axis.get_view_interval())
     span = (high - low) * 1e-9
     return [t for loc, t in zip(axis.get_majorticklocs(), axis.get_ticklabels(), strict=False)
@@ -203,9 +206,11 @@ def _labels(fig: Figure) -> list[tuple[str, Text]]:
         where = f"panel {k + 1}"
         out += [(f"{where} title", t) for t in ax.get_children()
                 if isinstance(t, Text) and t.get_transform() is not ax.transData]
-        out += [(f"{where} x label", ax.xaxis.label), (f"{where} y label", ax.yaxis.label)]
-        out += [(f"{where} x tick", t) for t in _drawn_ticks(ax.xaxis)]
-        out += [(f"{where} y tick", t) for t in _drawn_ticks(ax.yaxis)]
+        if ax.axison:  # an axes turned off draws no axis labels and no ticks
+            out += [(f"{where} {name} label", axis.label) for name, axis in (("x", ax.xaxis), ("y", ax.yaxis))
+                    if axis.get_visible()]
+            out += [(f"{where} x tick", t) for t in _drawn_ticks(ax.xaxis)]
+            out += [(f"{where} y tick", t) for t in _drawn_ticks(ax.yaxis)]
         legend = ax.get_legend()
         if legend is not None and legend.get_visible():
             out += [(f"{where} legend", t) for t in legend.get_texts()]

@@ -13,16 +13,18 @@ from matplotlib.figure import Figure
 from ..analyses import topology as atopo
 from ..metrics import topology as topo
 from .heatmap import heatmap
-from .style import _style, finish, model_colour
+from .style import COLUMN_IN, _style, finish, model_colour
 
 if TYPE_CHECKING:
     from ..analyses.base import ModelResult
 
 
 def betti_curves(results: Sequence[ModelResult]) -> Figure:
-    """Mean corrected Betti curves against the attention threshold, one line per layer (colour = depth)."""
+    """Mean corrected Betti curves against the attention threshold, one line per layer (colour = depth): one row
+    per model, β0 on the left and β1 on the right."""
     _style()
-    fig, axes = plt.subplots(2, len(results), figsize=(4.4 * len(results), 6.2), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(len(results), 2, figsize=(COLUMN_IN, 2.6 * len(results) + 0.5), squeeze=False,
+                             layout="constrained")
     cmap = plt.get_cmap("viridis")
     for c, mt in enumerate(results):
         b0, b1 = atopo.mean_curves(mt)  # [layer, threshold] each
@@ -30,19 +32,19 @@ def betti_curves(results: Sequence[ModelResult]) -> Figure:
         L = mt.n_layers
         for layer in range(L):
             col = cmap(layer / max(1, L - 1))
-            axes[0, c].plot(thresholds, b0[layer], color=col, lw=1)
-            axes[1, c].plot(thresholds, b1[layer], color=col, lw=1)
+            axes[c, 0].plot(thresholds, b0[layer], color=col, lw=1)
+            axes[c, 1].plot(thresholds, b1[layer], color=col, lw=1)
         for r, lab in enumerate(("β0 (components)", "β1 (loops)")):
-            ax = axes[r, c]
+            ax = axes[c, r]
             ax.set_xscale("log")
             for t in topo.PAPER_THRESHOLDS:
                 ax.axvline(t, color="grey", lw=0.4, ls=":")
             ax.set_ylabel(lab)
             ax.set_xlim(topo.CURVE_THRESHOLDS.min(), 1.0)
-        axes[1, c].set_xlabel("threshold t (edge if attention ≥ t)")
-        axes[0, c].set_title(f"{mt.ref} ({L} layers)", fontsize=10)
+            ax.set_xlabel("threshold t (edge if attention ≥ t)" if c == len(results) - 1 else "")
+        axes[c, 0].set_title(f"{mt.ref} ({L} layers)", fontsize=10, loc="left")
         sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, L - 1))
-        fig.colorbar(sm, ax=axes[:, c], shrink=0.5, label="layer", pad=0.01)
+        fig.colorbar(sm, ax=axes[c, :], shrink=0.8, label="layer", pad=0.01)
     return finish(fig)
 
 
@@ -107,13 +109,14 @@ def faithful_vs_corrected(results: Sequence[ModelResult], t: float = 0.05) -> Fi
 
 
 def specialization_heatmaps(tables: Sequence[pd.DataFrame]) -> Figure:
-    """Layer x head consistency by position (corrected) and by string (faithful), one column per model."""
+    """Layer x head consistency by position (corrected, left) and by string (faithful, right), one row per model."""
     _style()
-    fig, axes = plt.subplots(2, len(tables), figsize=(3.6 * len(tables), 6.4), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(len(tables), 2, figsize=(COLUMN_IN, 3.0 * len(tables) + 0.4), squeeze=False,
+                             layout="constrained")
     for c, t in enumerate(tables):
         for r, (col, lab) in enumerate((("position consistency", "by position (corrected)"),
                                         ("faithful consistency", "by string (faithful)"))):
             grid = t.pivot(index="layer", columns="head", values=col)
-            heatmap(axes[r, c], grid, vmin=0, vmax=1, cmap="viridis", cbar=c == len(tables) - 1)
-            axes[r, c].set_title(f"{t['model'].iloc[0]}: {lab}", fontsize=9)
+            heatmap(axes[c, r], grid, vmin=0, vmax=1, cmap="viridis", cbar=r == 1)
+            axes[c, r].set_title(f"{t['model'].iloc[0]}: {lab}", fontsize=9)
     return finish(fig)

@@ -78,6 +78,8 @@ def position_encoding_of(cfg: Any) -> str:
     if mt == "mpnet":
         return (f"learned absolute plus a relative position bias ({getattr(cfg, 'relative_attention_num_buckets', 32)}"
                 " buckets)")
+    if mt == "bloom":
+        return "ALiBi (a linear bias per head on the distance to each key; no position embedding)"
     if mt in ENCODER_TYPES and mt != "nomic_bert":
         return f"learned absolute ({getattr(cfg, 'position_embedding_type', 'absolute')})"
     theta = _rope_theta(cfg)

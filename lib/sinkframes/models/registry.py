@@ -261,6 +261,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "roberta": ("xlm-roberta", "bidirectional"),
     "mpnet": ("mpnet", "bidirectional"),
     "nomic_bert": ("nomic-bert", "not assigned"),
+    "bloom": ("bloom", "not assigned"),  # ALiBi: a position encoding the paper does not type
 }
 
 ENCODER_TYPES = {"bert", "xlm-roberta", "roberta", "mpnet", "nomic_bert"}
@@ -290,6 +291,8 @@ ARCHITECTURES: dict[str, ArchSpec] = {
     "bert": ArchSpec(".attention.self", "output.dense", output_from_parent=True, rotary=False),
     "xlm-roberta": ArchSpec(".attention.self", "output.dense", output_from_parent=True, rotary=False),
     "nomic_bert": ArchSpec(".self_attn", "o_proj"),
+    # ALiBi: its attention goes through the eager function models.alibi gives it (installed by the hook)
+    "bloom": ArchSpec(".self_attention", "dense", rotary=False),
 }
 # not here: mpnet, whose attention (with its relative position bias) is computed inline in the layer's forward,
 # not through an eager attention function the hook can wrap; chapters that read attention weights still run it

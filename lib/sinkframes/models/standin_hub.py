@@ -91,6 +91,13 @@ def _qwen25(repo: str, heads: int, kv: int, tied: bool, instruct: bool = False) 
                     "tie_word_embeddings": tied, "rms_norm_eps": 1e-6}, instruct=instruct)
 
 
+def _bloom(repo: str, heads: int) -> StandIn:
+    # ALiBi: no position embedding at all, so no rope or table settings; a layer norm on the embeddings
+    return StandIn(repo, "BloomConfig", "BloomForCausalLM", heads, heads, 1.0, "bloom", "float16",
+                   {"layer_norm_epsilon": 1e-5, "apply_residual_connection_post_layernorm": False,
+                    "tie_word_embeddings": True})
+
+
 def _pythia(repo: str, heads: int) -> StandIn:
     return StandIn(repo, "GPTNeoXConfig", "GPTNeoXForCausalLM", heads, heads, 1.0, "pythia", "float16",
                    {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
@@ -134,6 +141,7 @@ STANDINS: dict[str, StandIn] = {s.repo: s for s in [
             {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.4},
              "max_position_embeddings": 2048, "qk_layernorm": False, "tie_word_embeddings": False,
              "hidden_act": "gelu_new", "layer_norm_eps": 1e-5}),
+    _bloom("bigscience/bloom-560m", 16),
     _pythia("EleutherAI/pythia-70m", 8),
     _pythia("EleutherAI/pythia-160m", 12),
     _pythia("EleutherAI/pythia-410m", 16),
@@ -173,9 +181,9 @@ def standin_config(spec: StandIn, vocab_size: int, special: dict[str, int | None
                   **{k: v for k, v in special.items() if v is not None})
     if not spec.encoder:
         kwargs["num_key_value_heads"] = kv
-        if spec.config_cls != "PhiConfig" and spec.config_cls != "GPTNeoXConfig":
+        if spec.config_cls not in ("PhiConfig", "GPTNeoXConfig", "BloomConfig"):
             kwargs["head_dim"] = head_dim
-    if spec.config_cls == "PhiConfig":  # phi has no num_key_value_heads of its own beyond MHA
+    if spec.config_cls in ("PhiConfig", "BloomConfig"):  # multi-head attention: no key/value head count
         kwargs.pop("num_key_value_heads", None)
     if "sliding_window" in kwargs and kwargs.get("use_sliding_window", True):
         kwargs["sliding_window"] = 16  # 4096 of 32768 positions, scaled to sentences of a few dozen tokens
@@ -216,6 +224,8 @@ TOKENIZER_KINDS: dict[str, TokenizerKind] = {
                          False, "CodeGenTokenizer"),
     "pythia": TokenizerKind("byte-bpe", ("<|endoftext|>", "<|padding|>"), "<|endoftext|>", "<|endoftext|>",
                             "<|endoftext|>", None, False, "GPTNeoXTokenizer"),
+    "bloom": TokenizerKind("byte-bpe", ("<unk>", "<s>", "</s>", "<pad>"), "<s>", "</s>", "<unk>", "<pad>", False,
+                           "BloomTokenizer"),
 }
 #: families whose tokenizer comes from an offline model: family -> offline key
 OFFLINE_TOKENIZERS = {"qwen": "qwen05", "bert": "minilm", "xlm-roberta": "e5small"}

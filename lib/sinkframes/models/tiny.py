@@ -57,6 +57,7 @@ TINY_SPECS: dict[str, TinySpec] = {
     ),
     "phi": TinySpec("PhiConfig", True, (), (), (("partial_rotary_factor", 0.5),)),
     "gpt_neox": TinySpec("GPTNeoXConfig", True, (), (), (("rotary_pct", 0.25),)),
+    "bloom": TinySpec("BloomConfig", True, (), ()),
     "bert": TinySpec("BertConfig", False, ("[CLS]",), ("[SEP]",)),
     "xlm-roberta": TinySpec("XLMRobertaConfig", False, ("<s>",), ("</s>",)),
     "mpnet": TinySpec("MPNetConfig", False, ("<s>",), ("</s>",)),

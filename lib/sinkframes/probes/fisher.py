@@ -65,11 +65,12 @@ FAITHFUL_MAX_LENGTH = 128
 CORRECTED_MAX_LENGTH = 512
 #: version of the Fisher computation (enters the cache key)
 FISHER_VERSION = 5
-_LAYER_RE = re.compile(r"(?:layers|layer)\.(\d+)\.")
+_LAYER_RE = re.compile(r"(?:^|\.)(?:layers|layer|h)\.(\d+)\.")
 
 
 def layer_index(name: str) -> int | None:
-    """Layer number parsed from a parameter name (``...layers.3...`` or ``...layer.3...``)."""
+    """Layer number parsed from a parameter name (``...layers.3...``, ``...layer.3...``, or BLOOM's and GPT-2's
+    ``transformer.h.3...``)."""
     m = _LAYER_RE.search(name)
     return int(m.group(1)) if m else None
 

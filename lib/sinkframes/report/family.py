@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats, verdicts
-from ..analyses import geometry_values, information, spectral, topology
+from ..analyses import frames, geometry_values, information, spectral, topology
 from ..analyses.base import ModelResult, Results
 from ..metrics.graphs import PAPER_THRESHOLDS, graph_key
 from ..models import OFFLINE_MODELS
@@ -38,6 +38,12 @@ class Family:
     appendix: str
     families: tuple[str, ...]
     name: str
+    #: False for a family the paper did not study (it has no appendix there and no claim is about it)
+    in_paper: bool = True
+    #: a published number to check the family's models against: per hub id, the share of heads that put more than
+    #: half their attention on the first token, and where it was published
+    published_sink_heads: tuple[tuple[str, float], ...] = ()
+    published_source: str = ""
 
 
 FAMILIES: dict[str, Family] = {
@@ -49,8 +55,16 @@ FAMILIES: dict[str, Family] = {
         Family("encoders", APPENDIX_OF["encoders"], ("bert", "xlm-roberta"), "BERT and XLM-RoBERTa"),
         Family("phi", APPENDIX_OF["phi"], ("phi",), "Phi-2"),
         Family("pythia", APPENDIX_OF["pythia"], ("pythia",), "Pythia"),
+        # ALiBi, the position encoding the paper's typology leaves out: a causal decoder whose heads add a linear
+        # bias on the distance to each key and have no position embedding
+        Family("bloom", "K", ("bloom",), "BLOOM", in_paper=False,
+               published_sink_heads=(("bigscience/bloom-560m", 0.44), ("bigscience/bloom-1b7", 0.36),
+                                     ("bigscience/bloom-3b", 0.38), ("bigscience/bloom-7b1", 0.31)),
+               published_source="arXiv 2603.09616"),
     )
 }
+#: a first-token sink head as the published check counts it: more than half its attention on the first token
+PUBLISHED_SINK_HEAD_SHARE = 0.5
 #: the analyses a family page runs, in page order
 ANALYSES = ("topology", "spectral", "information", "values")
 
@@ -79,6 +93,8 @@ def claims_table(key: str) -> pd.DataFrame:
     rows = [{"claim": c.id, "where": c.where, "about": c.subject, "quantity": c.quantity, "paper": c.printed,
              "rule": describe(c.rule, c.params) if c.testable else "", "null": c.null,
              "not testable because": c.untestable} for c in appendix_claims(key)]
+    if not rows and not family_of(key).in_paper:
+        return pd.DataFrame([{"claim": "none", "about": f"the paper did not study {family_of(key).name}"}])
     return pd.DataFrame(rows)
 
 
@@ -116,13 +132,54 @@ def run(key: str, models: list[str], texts: list[str], opts: RunOptions, *, n_ou
                    f"{records[m]['architecture']}'s attention)" for m in models if m not in hookable]
     out.not_run += information.output_unavailable(out.results["information"])
     out.results["values"] = geometry_values.analyse(hookable, texts, opts, seed=seed) if hookable else Results()
+    if fam.published_sink_heads:  # the per-head first-token shares its published check counts, and the frame
+        out.results["frames"] = frames.analyse(models, texts, opts, seed=seed)
     return out
+
+
+def published_check(fr: FamilyResults) -> pd.DataFrame:
+    """Per model of the page, the share of its heads whose mean first-token share exceeds
+    :data:`PUBLISHED_SINK_HEAD_SHARE`, beside the published share for that checkpoint (``Family.published_sink_heads``)
+    where there is one; empty for a family without published numbers or a pipeline check."""
+    published = dict(fr.family.published_sink_heads)
+    if fr.pipeline_check or not published:
+        return pd.DataFrame()
+    rows = []
+    for r in fr.results.get("frames", []):
+        share = np.asarray(r.heads["first_token_share"], dtype=float)  # [layer, head]
+        ours = int((share > PUBLISHED_SINK_HEAD_SHARE).sum())
+        theirs = published.get(r.ref)
+        rows.append({"model": r.ref, "heads": int(share.size), "sink heads (ours)": ours,
+                     "share (ours)": ours / share.size,
+                     f"share ({fr.family.published_source})": np.nan if theirs is None else theirs,
+                     "frame (chapter 1's instrument)": r.data["frame"]})
+    return pd.DataFrame(rows)
+
+
+def published_note(fr: FamilyResults) -> str:
+    """How the published check counts, and what it can say ('' for a family without one)."""
+    fam = fr.family
+    if not fam.published_sink_heads:
+        return ""
+    listed = ", ".join(f"{ref.split('/')[-1]} {share:.0%}" for ref, share in fam.published_sink_heads)
+    return (f"{fam.published_source} counts the heads of {fam.name} that put more than half their attention on the "
+            f"first token: {listed}. This page counts the same way on its own sentences: a head is a sink head when "
+            f"its mean first-token share (over queries after the first, then over sentences) exceeds "
+            f"{PUBLISHED_SINK_HEAD_SHARE}. The text and the sentence lengths differ from theirs, so the comparison is "
+            "of order and direction, not a verdict; no claim of the paper is about this family. The frame is the one "
+            "chapter 1's instrument reads.")
 
 
 def header(fr: FamilyResults) -> str:
     """What the page shows, in words: real models, or a pipeline check that decides nothing."""
     fam = fr.family
     names = ", ".join(f"`{m}`" for m in fr.models)
+    if fr.pipeline_check and not fam.in_paper:
+        return (f"**Pipeline check only.** No real {fam.name} model runs in this profile: {names} "
+                f"{'has' if len(fr.models) == 1 else 'have'} random weights with the family's architecture. The "
+                "analyses below ran end to end on it; no number is shown. `python -m sinkframes build --profile "
+                f"colab --pages {page_id(fam.key)}` runs a real {fam.name} model (network), or open this page on "
+                "Colab and set `models`.")
     if fr.pipeline_check:
         return (f"**Pipeline check only.** No real {fam.name} model runs in this profile: {names} "
                 f"{'has' if len(fr.models) == 1 else 'have'} random weights with the family's architecture. The "
@@ -133,6 +190,11 @@ def header(fr: FamilyResults) -> str:
                 "the large ones, a GPU), or open this page on Colab and set `models`.")
     roles = _stand_ins(fr)
     gaps = "".join(f"\n- {line}" for line in fr.not_run)
+    if not fam.in_paper:
+        return (f"Models: {names}, of a family the paper did not study: {fam.name} has no appendix there and no "
+                "claim of the paper is about it. Its analyses run as for the paper's families, so its numbers can be "
+                "read beside theirs; its check is a published count (below)."
+                + (f"\n\nNot run:{gaps}" if gaps else ""))
     return (f"Models: {names}, standing in for the paper's {fam.name} models of appendix {fam.appendix}"
             + (f" ({roles})" if roles else "") + ". Each is tested against the claims of the family it stands in "
             "for (a model of no paper family, against the claims about all encoders or all decoders)."
@@ -161,11 +223,12 @@ def not_run_box(fr: FamilyResults, profile: str) -> str:
     from ..book.manifest import ManifestError, reader_manifest
 
     fam, pid = fr.family, page_id(fr.family.key)
+    decides = (f"decides none of appendix {fam.appendix}'s claims" if fam.in_paper
+               else "shows none of its numbers (no claim of the paper is about this family)")
     lines = [":::{admonition} Not run in this profile: a pipeline check on random weights", ":class: warning", "",
-             f"No real {fam.name} model runs in the `{profile}` profile, so this page decides none of appendix "
-             f"{fam.appendix}'s claims. Its analysis sections ran end to end on {len(fr.models)} random-weight "
-             "model(s) of the family's architecture (which tests the code path the paper's models take) and are "
-             "left out of this page."]
+             f"No real {fam.name} model runs in the `{profile}` profile, so this page {decides}. Its analysis "
+             f"sections ran end to end on {len(fr.models)} random-weight model(s) of the family's architecture "
+             "(which tests the code path the real models take) and are left out of this page."]
     m = reader_manifest()
     try:
         page = m.page(pid) if m is not None else None
@@ -181,7 +244,8 @@ def not_run_box(fr: FamilyResults, profile: str) -> str:
         sizes = [(i, nominal_parameters(i)) for i in ids]
         described = ", ".join(f"`{i}`" + (f" ({n / 1e9:.1f} B parameters, about {2 * n / 1e9:.1f} GB of weights in "
                                           "float16)" if n else "") for i, n in sizes)
-        lines += ["", f"The paper's checkpoints: {described}. `python -m sinkframes build --profile paper --pages "
+        whose = "paper" if fam.in_paper else "paper profile"
+        lines += ["", f"The {whose}'s checkpoints: {described}. `python -m sinkframes build --profile paper --pages "
                   f"{pid}` runs them (network access; a GPU with room for the weights and one batch, which the page "
                   "measures before it loads a model). Their running time was not measured here."]
     return "\n".join([*lines, ":::"])
@@ -397,6 +461,10 @@ def untested_claims(fr: FamilyResults) -> list[tuple[str, str]]:
 
 def no_verdicts_note(fr: FamilyResults) -> str:
     """What the result box says when the page decides no claim of its appendix."""
+    if not fr.family.in_paper:
+        return (f"No claim of the paper is about {fr.family.name}, which the paper did not study: this page measures "
+                "it as the paper's families are measured, with a published count as its check."
+                + (" Here a pipeline check on random weights shows no number." if fr.pipeline_check else ""))
     if fr.pipeline_check:
         return (f"A pipeline check: random weights decide none of the appendix's {len(appendix_claims(fr.family.key))} "
                 f"claims; a real {fr.family.name} model decides them.")
@@ -437,6 +505,9 @@ def evidence_summary(fr: FamilyResults) -> str:
     """What this family's evidence supports, counted from the verdicts, in plain words."""
     fam = fr.family
     claims = appendix_claims(fam.key)
+    if not fam.in_paper:
+        return (f"No claim of the paper is about {fam.name}, so nothing is decided here; the published check above "
+                "says whether its heads agree with the published count.")
     if fr.pipeline_check:
         return (f"Nothing is decided on this page: its {len(claims)} claims stay *not evaluated* until a real "
                 f"{fam.name} model runs (see the command above).")

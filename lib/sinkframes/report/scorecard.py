@@ -509,7 +509,7 @@ def _claim_targets(manifest: Manifest | None, saved: dict[str, PageVerdicts] | N
         raise ManifestError("no manifest: neither a checkout nor the library's packaged copy (reinstall sinkframes)")
     titles = {p.id: (p.output.split("/")[-1].replace(".ipynb", ".html"), p.title) for p in manifest.pages}
     appendix_page = {APPENDIX_OF[str(p.parameters["offline"]["family"])]: p.id for p in manifest.pages
-                     if "family" in p.parameters.get("offline", {})}
+                     if str(p.parameters.get("offline", {}).get("family")) in APPENDIX_OF}  # the paper's appendices
     has_row = {(pid, v.claim) for pid, pv in (saved or {}).items() for v in pv.verdicts}
     out = {}
     for c in CLAIMS:
