@@ -88,12 +88,11 @@ def tally(found: list[Verdict]) -> str:
 
 
 def _link(text: str, claim_id: str, page: str = "") -> str:
-    """A link to the scorecard row of ``claim_id``: a Markdown link within the scorecard (``page`` empty), else an
-    HTML link to ``page`` (the scorecard's HTML, from a page elsewhere in the book: its rows are HTML anchors)."""
+    """An HTML link to the scorecard row of ``claim_id``, within the scorecard (``page`` empty) or from elsewhere in
+    the book (``page``: the scorecard's HTML). The rows are HTML anchors, which a MyST cross-reference
+    (``[text](#anchor)``) cannot find, so the link is HTML in both places."""
     from .scorecard import claim_anchor
 
-    if not page:
-        return f"[{text}](#{claim_anchor(claim_id)})"
     return f'<a href="{page}#{claim_anchor(claim_id)}">{text}</a>'
 
 
