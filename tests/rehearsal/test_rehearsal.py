@@ -2,8 +2,8 @@
 stand-in hub (two layers per model, ``HF_HUB_OFFLINE=1``) with three sentences per page
 (``SINKFRAMES_MAX_SENTENCES``), every page executed on the CPU into a scratch folder. Any page error fails.
 
-Cost (the README's "Rehearse the paper and colab profiles" has the measurement): the paper profile about 2.7
-minutes, the colab profile about 2.4, on the idle 2-core machine with two pages at a time."""
+Cost (bench/README.md, "What the rehearsal of the paper and colab profiles costs", has the measurement): the paper
+profile about 2.7 minutes, the colab profile about 2.4, on the idle 2-core machine with two pages at a time."""
 
 from __future__ import annotations
 

@@ -24,8 +24,8 @@ def test_every_claim_the_answer_reads_is_in_the_registry():
 def test_a_sentence_counts_the_models_that_support_each_claim_and_changes_with_them():
     ok = [V.Verdict("1.removal_hurts", m, "holds", V.SUPPORTED, E(1.0)) for m in "abc"]
     text = answer.answer(_saved(*ok))
-    assert '<a href="#claim-1-removal_hurts">removing the sink hurts more than removing another key</a> in all 3 models' \
-        in text
+    link = '<a href="#claim-1-removal_hurts">removing the sink hurts more than removing another key</a>'
+    assert f"{link} in all 3 models" in text
     flipped = [*ok[:2], V.Verdict("1.removal_hurts", "c", "holds", V.NOT_SUPPORTED, E(0.0))]
     assert "in 2 of 3" in answer.answer(_saved(*flipped))
     assert "**Does the typology hold?** No model of this profile was tested on it." in text
@@ -37,8 +37,8 @@ def test_the_signatures_sentence_names_what_holds_in_every_model_and_counts_the_
            V.Verdict("5.4.entropy", "b", "holds", V.NOT_SUPPORTED, E(0.1)),
            V.Verdict("5.1.star", "a", "holds", V.NOT_DIAGNOSTIC, E(0.7))]
     text = answer.answer(_saved(*vs))
-    assert ("Of 3 tested, 1 hold in every model (<a href=\"#claim-3-3-small_key\">the sink's small key</a>), 1 in some, "
-            "0 in none; 1 cannot be told from their nulls") in text
+    assert ("Of 3 tested, 1 hold in every model (<a href=\"#claim-3-3-small_key\">the sink's small key</a>), "
+            "1 in some, 0 in none; 1 cannot be told from their nulls") in text
     words = re.sub(r"\(#[^)]*\)", "", text).split()
     assert len(words) < 200
 

@@ -22,7 +22,7 @@ def _saved() -> dict[str, V.PageVerdicts]:
 def test_a_family_whose_models_disagree_is_mixed_and_one_model_gives_its_value():
     cells = answer_grid.grid(_saved())
     assert set(cells) == {("1.bos_share", "bert"), ("1.bos_share", "llama")}  # holds? only, central claims only
-    assert cells["1.bos_share", "bert"].status == "mixed" and cells["1.bos_share", "bert"].value == "0.18 to 0.37"
+    assert cells["1.bos_share", "bert"].status == "mixed" and cells["1.bos_share", "bert"].value == "[0.18, 0.37]"
     assert cells["1.bos_share", "llama"] == answer_grid.Cell(V.SUPPORTED, ("smollm2",), "0.36")
     t = answer_grid.table(cells)
     assert list(t.columns) == ["paper", "Llama", "BERT"]

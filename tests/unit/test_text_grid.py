@@ -161,14 +161,14 @@ def test_the_page_reports_what_is_trained_and_what_it_shows(tmp_path):
     assert "At step 0 (random initialization) the earlier rule labels the same runs distributed (2 runs)" in summary
     assert "earlier-rule label centralized" in summary  # the logged labels say which rule made them
     assert R.text_grid_takeaway(table.reset_index()).endswith(
-        "per encoding (of the seeds trained so far): rope 1 of 1; nope 0 of 1.")
+        "per encoding (of the seeds trained so far): RoPE 1 of 1; no positions 0 of 1.")
     # once every run is trained the takeaway no longer qualifies its counts
     whole = {name: _records(0.8, "centralized", 4000 if run.position == "rope" else None, FAST)
              for name, run in T.GRID.items()}
     whole_rows = G.grid_rows(G.read_grid_log(_log(tmp_path, whole)))
     assert G.complete(whole_rows)
     assert R.text_grid_takeaway(R.text_grid_table(whole_rows)).startswith(
-        "Runs with a first-token sink by step 8000, per encoding: rope 2 of 2;")
+        "Runs with a first-token sink by step 8000, per encoding: RoPE 2 of 2;")
     text_grid_curves(rows, R.uniform_first_share(128))
     # nothing finished: an empty table, and the page says so
     empty = R.text_grid_table(G.grid_rows({}))
@@ -200,3 +200,10 @@ def test_the_scorecard_says_the_text_claims_wait_for_the_grid():
     note = note_for(claim, {"decoder grid (softmax)": {"family": "controlled-decoder", "paper_frame": "controlled",
                                                        "causal": True}}, "offline", {"controlled_emergence"})
     assert note.startswith("not evaluated yet: chapter 9 decides it once every run of the natural-text grid")
+
+
+def test_every_position_encoding_has_a_readable_name():
+    from sinkframes.training.tiny import POSITION_NAMES, POSITIONS
+
+    assert set(POSITION_NAMES) == set(POSITIONS)
+    assert all("_" not in name for name in POSITION_NAMES.values())  # no configuration name on a figure

@@ -37,7 +37,7 @@ from ..types import Mode
 from ..verdicts.measures import measure
 from ..verdicts.verdict import Estimate, not_applicable
 from .base import ModelResult
-from .text_grid import read_run_log
+from .text_grid import grid_record, read_run_log
 
 #: the test's level (one-sided)
 ALPHA = 0.05
@@ -128,11 +128,7 @@ TEST_REF = "text grid"
 def formation_result(rows: Sequence[Mapping[str, Any]]) -> ModelResult:
     """The formation test on the rows of :func:`formation_cells` as one result, for the registry's claim
     ``3.4.sink_forms.text`` (decided once every run has reached step 8000)."""
-    # the natural-text grid's record (``text_grid.grid_result``): one subject, one column on the scorecard
-    record = {"ref": TEST_REF, "name": "language-model grid (natural text)", "family": "controlled-text",
-              "paper_frame": "controlled-text", "causal": True, "n_layers": 0,
-              "position_encoding": "seven, one per cell of the grid",
-              "weights": "trained by this project (chapter 9, natural text)"}
+    record = {**grid_record(TEST_REF), "n_layers": 0}
     return ModelResult(analysis=ANALYSIS, record=record, n_sentences=0,
                        data={"test": formation_test(rows), "rows": [dict(r) for r in rows]})
 

@@ -108,17 +108,22 @@ def grid_rows(runs: dict[str, list[dict[str, Any]]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def grid_record(ref: str) -> dict[str, Any]:
+    """The record of the natural-text grid as a subject of claims (``ref`` names the result): one subject, one
+    column on the scorecard, for this grid's claims and the formation test's. The paper frame is the subject too,
+    so that the sink-task grid's claims (subject "controlled") stay off it."""
+    return {"ref": ref, "name": "language-model grid (natural text)", "family": SUBJECT, "paper_frame": SUBJECT,
+            "causal": True, "position_encoding": "seven, one per cell of the grid",
+            "weights": "trained by this project (chapter 9, natural text)"}
+
+
 def grid_result(measured: pd.DataFrame) -> ModelResult | None:
     """The grid as the subject of the natural-text claims (``None`` when no run has reached its last step);
     ``data["runs"]`` holds every finished run, ``data["twin"]`` the same runs frozen at step 0."""
     if measured.empty:
         return None
     n_layers = len(measured["first_share"].iloc[0])
-    # the paper frame is the subject too, so that the sink-task grid's claims (subject "controlled") stay off it
-    record = {"ref": "text grid", "name": "language-model grid (natural text)", "family": SUBJECT,
-              "paper_frame": SUBJECT, "causal": True, "n_layers": n_layers,
-              "position_encoding": "seven, one per cell of the grid", "frame_labels": EARLIER_LABELS,
-              "weights": "trained by this project (chapter 9, natural text)"}
+    record = {**grid_record("text grid"), "n_layers": n_layers, "frame_labels": EARLIER_LABELS}
     runs = {str(run): [{str(k): v for k, v in row.items()} for row in g.sort_values("step").to_dict("records")]
             for run, g in measured.groupby("run", sort=False)}
     twin = ModelResult(analysis=ANALYSIS, record={**record, "ref": "text grid at step 0"}, n_sentences=32,

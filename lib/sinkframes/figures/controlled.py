@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..training.tiny import ATTENTIONS, POSITIONS
+from ..training.tiny import ATTENTIONS, POSITION_NAMES, POSITIONS
 from .heatmap import heatmap
 from .style import _style, finish
 
@@ -29,6 +29,7 @@ def final_share_heatmaps(final: pd.DataFrame) -> Figure:
         rows = [p for p in POSITIONS if p in set(g["position"])]
         mean = g.pivot(index="position", columns="attention", values="peak_first_share").reindex(index=rows,
                                                                                                columns=cols)
+        mean.index = [POSITION_NAMES.get(p, p) for p in mean.index]
         heatmap(ax, mean, vmin=0, vmax=1, cmap="viridis", xticklabels=True, yticklabels=True, cbar=False)
         for i, p in enumerate(rows):
             for j, a in enumerate(cols):
@@ -82,7 +83,7 @@ def emergence_curves(measured: pd.DataFrame, attention: str = "softmax") -> Figu
             twin.tick_params(labelsize=8)
             if j < len(archs) - 1:
                 twin.set_yticklabels([])
-            ax.set_title(f"{arch}, {p}", fontsize=9)
+            ax.set_title(f"{arch}, {POSITION_NAMES.get(p, p)}", fontsize=9)
             ax.tick_params(labelsize=8)
     fig.supxlabel("training step (log scale; step 0 at the left edge)", fontsize=9)
     fig.supylabel("largest layer first-token share (green)", fontsize=9)
@@ -131,7 +132,7 @@ def text_grid_curves(rows: pd.DataFrame, uniform: float, formed: float = 0.5) ->
     for (position, seed), g in rows.groupby(["position", "seed"], sort=False):
         g = g.sort_values("step")
         style = {"color": colour[str(position)], "ls": "-" if str(seed) == "0" else "--", "lw": 1.3}
-        label = f"{position}, seed {seed}"
+        label = f"{POSITION_NAMES.get(str(position), position)}, seed {seed}"
         axes[0].plot(g["step"], [max(f) for f in g["first_share"]], label=label, **style)
         axes[1].plot(g["step"], g["loss"], **style)
     axes[0].axhline(formed, color="0.3", ls="--", lw=1)

@@ -189,14 +189,16 @@ def converted_folder(om: OfflineModel) -> Path:
     return config.models_root() / f"{om.key}-fp32"
 
 
-def converted_fingerprint(om: OfflineModel) -> dict[str, str]:
+def converted_fingerprint(om: OfflineModel, source: Any = None) -> dict[str, str]:
     """The sha256 of each file of ``om``'s converted copy, as its record holds them (for result-cache keys: a result
     names the bytes it was computed from, not only the package's files). A missing or stale copy is converted
-    first; the bytes themselves are checked against the record when the model loads (``offline_folder``)."""
+    first; the bytes themselves are checked against the record when the model loads (``offline_folder``).
+    ``source``: ``weights_fingerprint(om)`` where the caller has it already (it reads every package file's size)."""
     target = converted_folder(om)
     try:
         meta = json.loads((target / CONVERTED_META).read_text())
-        fresh = meta.get("source") == weights_fingerprint(om) and meta.get("files") == _files_of(target)
+        source = weights_fingerprint(om) if source is None else source
+        fresh = meta.get("source") == source and meta.get("files") == _files_of(target)
     except (OSError, ValueError):
         fresh = False
     if not fresh or not isinstance(meta.get("sha256"), dict):

@@ -210,13 +210,14 @@ def source_fingerprint(ref: str, revision: str | None = None) -> dict[str, Any]:
         return {"kind": "hub", "id": OFFLINE_MODELS[ref].upstream, "revision": revision or "main", "offline_key": ref}
     if ref in OFFLINE_MODELS:
         om = OFFLINE_MODELS[ref]
+        weights = weights_fingerprint(om)
         return {
             "kind": "offline",
             "key": ref,
             "upstream": om.upstream,
             "package": om.pip,
-            "weights": weights_fingerprint(om),
-            **({"converted_sha256": converted_fingerprint(om)} if om.converted else {}),
+            "weights": weights,
+            **({"converted_sha256": converted_fingerprint(om, weights)} if om.converted else {}),
         }
     if ref.startswith(RANDOM_PREFIX):
         base = ref[len(RANDOM_PREFIX):]

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..paper import CLAIMS_BY_ID
 from ..verdicts import NOT_EVALUATED, SUPPORTED, PageVerdicts, Verdict
-from .inference import MIXED, group_status
+from .inference import MIXED, group_status, span_text
 from .scorecard import CENTRAL
 
 #: the families as a reader knows them, in the order the columns take (pretrained first, then trained here)
@@ -55,8 +55,7 @@ def _value(vs: list[Verdict]) -> str:
         return ", ".join(sorted({str(e.value) for e in ests}))
     if len(ests) == 1:
         return f"{float(ests[0].value):.3g}"
-    lows, highs = zip(*(e.bounds() for e in ests), strict=True)
-    return f"{min(lows):.2g} to {max(highs):.2g}"
+    return span_text(ests)
 
 
 def grid(saved: dict[str, PageVerdicts]) -> dict[tuple[str, str], Cell]:

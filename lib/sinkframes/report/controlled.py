@@ -291,10 +291,11 @@ def text_grid_takeaway(table: pd.DataFrame) -> str:
     if table.empty:
         return ""
     from ..training.text_lm import GRID, GRID_BASE
+    from ..training.tiny import POSITION_NAMES
 
     parts = []
     for position, g in table.groupby("position", sort=False):
         n = int((g["sink_step"] != "never").sum())
-        parts.append(f"{position} {n} of {len(g)}")
+        parts.append(f"{POSITION_NAMES.get(str(position), position)} {n} of {len(g)}")
     seeds = "" if len(table) == len(GRID) else " (of the seeds trained so far)"
     return f"Runs with a first-token sink by step {GRID_BASE.last_step}, per encoding{seeds}: {'; '.join(parts)}."

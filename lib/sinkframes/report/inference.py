@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -66,12 +66,14 @@ def family_lines(saved: dict[str, PageVerdicts]) -> pd.DataFrame:
         group = group_status(statuses.values())
         rows.append({"claim": cid, "about": CLAIMS_BY_ID[cid].subject, "models": len(models),
                      "group verdict": group, "model verdicts": "; ".join(f"{m}: {s}" for m, s in statuses.items()),
-                     "span of their intervals": _span_text([v.estimate for v in models.values()])})
+                     "span of their intervals": span_text([v.estimate for v in models.values()])})
     return pd.DataFrame(rows, columns=["claim", "about", "models", "group verdict", "model verdicts",
                                        "span of their intervals"])
 
 
-def _span_text(ests: list[Estimate | None]) -> str:
+def span_text(ests: Sequence[Estimate | None]) -> str:
+    """The span of several models' intervals, ``[lowest bound, highest bound]`` (the categories seen, for categorical
+    estimates; ``not computable`` where one is undefined): the one way the scorecard prints a group's values."""
     if any(e is not None and isinstance(e.value, str) for e in ests):
         return ", ".join(sorted({str(e.value) for e in ests if e is not None}))  # categories: the ones seen
     lows, highs = [], []

@@ -233,10 +233,12 @@ def findings(saved: dict[str, PageVerdicts], profile: str, manifest: Manifest | 
 def _group_badge(found: list[Verdict]) -> str:
     """The verdict of the group a central claim is about, from its models' (``report.inference.family_lines``):
     one status where they agree, mixed where they do not."""
-    statuses = {v.status for v in found}
-    if not statuses:
+    from .inference import MIXED, group_status
+
+    if not found:
         return "no verdict"
-    word = BADGES.get(next(iter(statuses)), "") if len(statuses) == 1 else "\u25d0 mixed"
+    status = group_status(v.status for v in found)
+    word = "\u25d0 mixed" if status == MIXED else BADGES.get(status, "")
     return f"**{word}** for the group ({len(found)} model{'s' if len(found) > 1 else ''})"
 
 

@@ -33,6 +33,11 @@ POSITIONS: dict[str, tuple[float | None, float, bool]] = {
     "nope": (None, 0.0, False),
     "learned": (None, 0.0, True),
 }
+#: each position encoding as a figure or caption names it (the keys above are configuration names)
+POSITION_NAMES: dict[str, str] = {
+    "rope": "RoPE", "rope_1e6": "RoPE, base 10^6", "rope_ntk4": "RoPE, NTK x4", "partial_0.5": "RoPE on 1/2 of dims",
+    "partial_0.25": "RoPE on 1/4 of dims", "nope": "no positions", "learned": "learned table",
+}
 ATTENTIONS = ("softmax", "gated", "sigmoid")
 
 
