@@ -69,6 +69,7 @@ CASES = {
     "repr": ("<p>&lt;IPython.core.display.Markdown object&gt;</p>", "raw Python value"),
     "nan span": ("<p>1.89 -&gt; 2.62 and nan -&gt; nan</p>", "raw Python value"),
     "myst": ("<p>:::{admonition} The answer :class: tip</p>", "raw Python value"),
+    "none": ("<p>Models: qwen05 (None sentences)</p>", "raw Python value"),
     "split word": ('<table><tr><td style="max-width:40px;overflow-wrap:anywhere">centralization</td></tr></table>',
                    "broken across lines in a table cell"),
     "caption": ('<div class="cell"><div class="cell_output"><img alt="an uncaptioned figure" src="data:image/svg+xml;'

@@ -11,8 +11,9 @@ what a reader would meet:
 - a table, image or figure wider than the content column (or than the cell output holding it), or an
   image scaled down to fit it (its labels, drawn at 9 pt or more, would shrink below that);
 - an error output, a traceback or a stderr stream;
-- a Python dict (``{'low': 0.1, ...}``), a float with nine or more decimals, an object's repr or a MyST fence
-  (``:::{admonition}``, a block the book did not render) in the rendered text;
+- a Python dict (``{'low': 0.1, ...}``), a float with nine or more decimals, an object's repr, ``None`` or
+  ``nan -> nan`` printed as a value (``(None sentences)``) or a MyST fence (``:::{admonition}``, a block the book did
+  not render) in the rendered text;
 - a word broken across two lines inside a table cell (a break inside a run of letters and digits);
 - a figure in a cell's output with no numbered caption (``Figure 1.3.``, ``book.figure_caption``) after it
   in the same cell;
@@ -80,7 +81,8 @@ const measure = () => {
   if (text.includes('Traceback (most recent call last)')) errors.push('a traceback in the text');
   const raw = [];
   for (const rx of [/\\{\\s*['"][^'"\\n]{1,40}['"]\\s*:/g, /(?<![\\w.])-?\\d+\\.\\d{9,}(?!\\d)/g,
-                    /<[A-Za-z_][\\w.]* object(?: at 0x[0-9a-f]+)?>/g, /\\bnan -> nan\\b/g, /:::\\{[a-z-]+\\}/g]) {
+                    /<[A-Za-z_][\\w.]* object(?: at 0x[0-9a-f]+)?>/g, /\\bnan -> nan\\b|\\(None [a-z]+\\)/g,
+                    /:::\\{[a-z-]+\\}/g]) {
     for (const m of text.matchAll(rx)) raw.push(text.slice(Math.max(0, m.index - 30), m.index + m[0].length + 30));
   }
   // a word broken across lines: a run of letters and digits whose rectangles lie on two lines
