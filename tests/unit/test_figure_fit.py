@@ -202,3 +202,18 @@ def test_a_caption_says_when_its_figures_labels_overlap(monkeypatch):
     ax.plot([0, 1])
     assert figure_caption.OVERLAP_NOTE not in figure_caption.show(clean, "A line.")
 
+
+
+def test_slanted_tick_labels_that_stand_apart_are_not_an_overlap():
+    from sinkframes.figures.style import overlapping_labels
+
+    names = ["rotary encoder", "trained: App. B", "trained: decoders", "trained: encoders", "trained: text LMs"]
+    apart, ax = plt.subplots(figsize=(5, 3))
+    ax.set_xticks(range(len(names)), names, rotation=40, ha="right")
+    apart.tight_layout()
+    assert overlapping_labels(apart) == []  # their upright boxes meet, the slanted lines do not
+    crowded, ax = plt.subplots(figsize=(0.6, 3))
+    ax.set_xticks(range(len(names)), names, rotation=40, ha="right")
+    assert overlapping_labels(crowded)  # five slanted labels in half an inch do overlap
+    for f in (apart, crowded):
+        plt.close(f)

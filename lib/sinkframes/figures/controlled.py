@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from ..training.tiny import ATTENTIONS, POSITION_NAMES, POSITIONS
 from .heatmap import heatmap
-from .style import _style, finish
+from .style import COLUMN_IN, _style, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -22,8 +23,10 @@ def final_share_heatmaps(final: pd.DataFrame) -> Figure:
     range written under it) for each position encoding (rows) and attention normalization (columns)."""
     _style()
     archs = list(dict.fromkeys(final["architecture"]))
-    fig, axes = plt.subplots(1, len(archs), figsize=(3.3 * len(archs), 3.9), squeeze=False, layout="constrained")
-    for ax, arch in zip(axes[0], archs, strict=True):
+    # one architecture per row: each heatmap gets the column's width, so its cells hold their numbers
+    fig, axes = plt.subplots(len(archs), 1, figsize=(COLUMN_IN, 3.4 * len(archs) + 0.4), squeeze=False,
+                             layout="constrained")
+    for ax, arch in zip(axes[:, 0], archs, strict=True):
         g = final[final["architecture"] == arch]
         cols = [a for a in ATTENTIONS if a in set(g["attention"])]
         rows = [p for p in POSITIONS if p in set(g["position"])]
@@ -132,8 +135,7 @@ def text_grid_curves(rows: pd.DataFrame, uniform: float, formed: float = 0.5) ->
     for (position, seed), g in rows.groupby(["position", "seed"], sort=False):
         g = g.sort_values("step")
         style = {"color": colour[str(position)], "ls": "-" if str(seed) == "0" else "--", "lw": 1.3}
-        label = f"{POSITION_NAMES.get(str(position), position)}, seed {seed}"
-        axes[0].plot(g["step"], [max(f) for f in g["first_share"]], label=label, **style)
+        axes[0].plot(g["step"], [max(f) for f in g["first_share"]], **style)
         axes[1].plot(g["step"], g["loss"], **style)
     axes[0].axhline(formed, color="0.3", ls="--", lw=1)
     axes[0].axhline(uniform, color="0.5", ls=":", lw=1)
@@ -142,6 +144,10 @@ def text_grid_curves(rows: pd.DataFrame, uniform: float, formed: float = 0.5) ->
     axes[0].set(title="largest layer first-token share", xlabel="training step", ylabel="first-token share",
                 ylim=(0, 1))
     axes[1].set(title="held-out loss (nats per token)", xlabel="training step", yscale="log")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=9, loc="outside lower center", ncols=4)
+    # one entry per encoding (its colour) and one per line style (the seeds), not one per run
+    shown = [p for p in POSITIONS if p in set(rows["position"].astype(str))]
+    handles = [Line2D([], [], color=colour[p], lw=1.3, label=POSITION_NAMES.get(p, p)) for p in shown]
+    handles += [Line2D([], [], color="0.3", lw=1.3, ls="-", label="seed 0"),
+                Line2D([], [], color="0.3", lw=1.3, ls="--", label="other seeds")]
+    fig.legend(handles=handles, fontsize=9, loc="outside lower center", ncols=3)
     return finish(fig)

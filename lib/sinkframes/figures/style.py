@@ -230,9 +230,25 @@ def overlapping_labels(fig: Figure) -> list[str]:
         for role_b, b, box_b in boxes[i + 1:]:
             dx = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
             dy = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
-            if dx >= OVERLAP_PX and dy >= OVERLAP_PX:
-                found.append(f"{role_a} {a.get_text()[:30]!r} / {role_b} {b.get_text()[:30]!r}")
+            if dx < OVERLAP_PX or dy < OVERLAP_PX:
+                continue
+            if _apart_when_rotated(a, box_a, b, box_b, fig.dpi):
+                continue
+            found.append(f"{role_a} {a.get_text()[:30]!r} / {role_b} {b.get_text()[:30]!r}")
     return found
+
+
+def _apart_when_rotated(a: Text, box_a: Any, b: Text, box_b: Any, dpi: float) -> bool:
+    """Whether two texts drawn at the same slanted angle (rotated tick labels) stand apart although their upright
+    bounding boxes meet: the lines they are written on lie at least a text height apart."""
+    angle = a.get_rotation()
+    if abs(angle - b.get_rotation()) > 1e-6 or angle % 90 == 0:
+        return False
+    normal = (-math.sin(math.radians(angle)), math.cos(math.radians(angle)))
+    gap = abs((box_b.x0 + box_b.x1 - box_a.x0 - box_a.x1) / 2 * normal[0]
+              + (box_b.y0 + box_b.y1 - box_a.y0 - box_a.y1) / 2 * normal[1])
+    height = max(float(a.get_fontsize()), float(b.get_fontsize())) * dpi / 72
+    return gap >= height
 
 
 def saved_width_in(fig: Figure) -> float:
