@@ -95,6 +95,8 @@ def value_profiles(results: Sequence[ModelResult]) -> Figure:
             ax.set_title(f"{title} ({mode})", fontsize=9)
             if name == "magnitude" and mode == "faithful":
                 ax.set_yscale("log")
+            ax.set_xlim(-0.05, 1.05)  # relative depth: the same axis for every model, one layer or many
+            ax.set_xticks([0, 0.5, 1])
             if row == len(_VALUE_PANELS) - 1:
                 ax.set_xlabel("relative depth")
     handles, labels = axes[0][0].get_legend_handles_labels()
