@@ -128,7 +128,8 @@ def test_the_scorecard_opens_with_its_answer_and_anything_before_it_is_caught(bu
     assert browser.is_scorecard("book/00_scorecard.html") and not browser.is_section_page("book/00_scorecard.html")
     assert browser.answer_problems(_opened(driver, page)) == []
     pushed = _broken_copy(built_html, "00_scorecard.html", "answer",
-                          lambda h: re.sub(r"(</h1>)", r'\1<div style="height:700px">provenance</div>', h, count=1))
+                          lambda h: re.sub(r'(title="Link to this heading">#</a></h1>)',
+                                           r'\1<div style="height:700px">provenance</div>', h, count=1))
     found = browser.answer_problems(_opened(driver, pushed))
     assert any("below the title" in p for p in found) and any("below the first screen" in p for p in found), found
     no_answer = _broken_copy(built_html, "00_scorecard.html", "no-answer",

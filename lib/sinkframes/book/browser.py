@@ -112,7 +112,8 @@ const measure = () => {
   const boxes = [...column.querySelectorAll('.admonition-title')].map((el) => el.innerText.trim());
   // the page's opening: its title, its first box (the answer or the result box), and the code toggles before it
   const h1 = column.querySelector('h1');
-  const box = column.querySelector('.admonition');
+  // the first admonition that is a box (myst-nb draws code toggles as details with the class admonition too)
+  const box = [...column.querySelectorAll('.admonition')].find((el) => el.tagName.toLowerCase() !== 'details');
   const page_y = (el, side) => Math.round(el.getBoundingClientRect()[side] + window.scrollY);
   const toggles_before = box ? [...column.querySelectorAll('details.hide, details.toggle-details')]
     .filter((el) => el.offsetParent !== null && (el.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING))
