@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..analyses.base import ModelResult
+from ..analyses.positions import ATTRACTOR_SHARE
 from ..analyses.rmt import (
     SINK_SHARE_THRESHOLD,
     Series,
@@ -99,10 +100,10 @@ PUBLISHED_FIRST_TOKEN_HEADS: dict[str, dict] = {
 }
 #: the source of :data:`PUBLISHED_FIRST_TOKEN_HEADS`
 PUBLISHED_SOURCE = "arXiv 2606.02378"
-#: a first-token head here: its mean first-token share over the sentences reaches this (the attractor heads of
-#: the same paper's claim in chapter 8, ``analyses.positions.ATTRACTOR_SHARE``); the paper's own criterion may
-#: differ, so the counts are a check beside theirs, not a verdict
-FIRST_TOKEN_HEAD_SHARE = 0.5
+#: a first-token head here: its mean first-token share over the sentences reaches this, the attractor heads of the
+#: same paper's claim in chapter 8 (one number for both); the paper's own criterion may differ, so the counts are a
+#: check beside theirs, not a verdict
+FIRST_TOKEN_HEAD_SHARE = ATTRACTOR_SHARE
 #: the early layers the published counts speak of
 EARLY_LAYERS = (0, 1)
 
