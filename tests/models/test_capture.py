@@ -46,9 +46,10 @@ def test_captured_tensors_reproduce_attention_and_output(arch, texts):
         for layer in range(c.query.shape[0]):
             logits = c.query[layer] @ k[layer].transpose(-1, -2) * c.scaling[layer]  # [head, query, key]
             if arch == "bloom":  # ALiBi: a bias per head, linear in the key's position, added to q.k
-                from transformers.models.bloom.modeling_bloom import _get_alibi_slopes
+                from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
-                logits = logits + _get_alibi_slopes(heads, logits.device)[:, None, None] * torch.arange(n)
+                ones = torch.ones(1, n, dtype=torch.long, device=logits.device)
+                logits = logits + build_alibi_tensor(ones, heads, logits.dtype)  # [head, 1, key]
             logits = logits.masked_fill(~_visible(lm, layer, n), float("-inf"))
             torch.testing.assert_close(logits.softmax(-1), c.attention[layer], atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(c.attention @ v, c.output_heads, atol=1e-5, rtol=1e-4)
