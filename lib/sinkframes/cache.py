@@ -14,8 +14,6 @@ import contextlib
 import hashlib
 import io
 import json
-import os
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +23,7 @@ import torch
 
 from . import config
 from ._version import __version__
+from .files import atomic_write_bytes, file_lock
 
 if TYPE_CHECKING:
     from .types import RunOptions
@@ -32,31 +31,6 @@ if TYPE_CHECKING:
 
 #: what ``_load_or_discard`` returns for an absent entry (``None`` can be a stored value)
 _MISSING = object()
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path`` (created with its folder if missing) for the ``with`` block,
-    so that processes doing the same work do it one after another. Without ``fcntl`` (Windows) or a
-    writable folder no lock is taken: both may work, and atomic writes keep what they write whole."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(path, "a+b")  # noqa: SIM115 - held across the yield
-    except OSError:
-        yield
-        return
-    try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-        fh.close()
 
 
 class CorruptCacheEntry(RuntimeError):
@@ -115,22 +89,6 @@ def cache_key(product: dict[str, Any], ref: str, texts: list[str], opts: RunOpti
         "versions": software_versions(),
         "inputs": inputs,
     }
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: a reader sees all of it or nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class Cache:

@@ -117,7 +117,7 @@ def _download(url: str, sha256: str | None) -> bytes:
     except OSError as exc:
         raise DatasetError(f"could not download {url}: {exc}. Download it once and pass the local path.") from exc
     if sha256 is None or hashlib.sha256(data).hexdigest() == sha256:
-        from .cache import atomic_write_bytes
+        from .files import atomic_write_bytes
 
         atomic_write_bytes(copy, data)
     return data
@@ -126,7 +126,7 @@ def _download(url: str, sha256: str | None) -> bytes:
 def keep_download(url: str, local: str | Path) -> Path:
     """Store the local file ``local`` as the downloaded copy of ``url`` (a machine without network, or a
     mirror); the paper's CSV must still match its pinned sha256 when it is read."""
-    from .cache import atomic_write_bytes
+    from .files import atomic_write_bytes
 
     copy = downloaded_copy(url)
     atomic_write_bytes(copy, Path(local).expanduser().read_bytes())

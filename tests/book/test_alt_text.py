@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from sinkframes.book import manifest
+from sinkframes import manifest
 from sinkframes.book.alt_text import alt_text, set_alt_texts
 from sinkframes.figures import frames
 from tests.conftest import ROOT

@@ -11,7 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sinkframes.book import batch, compare, execute, manifest, page_checks, pages, params
+from sinkframes import manifest
+from sinkframes.book import batch, compare, execute, page_checks, pages, params
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")

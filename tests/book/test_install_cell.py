@@ -10,7 +10,8 @@ import types
 import nbformat
 import pytest
 
-from sinkframes.book import install, manifest
+from sinkframes import manifest
+from sinkframes.book import install
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sinkframes.book import batch, compare, manifest
+from sinkframes import manifest
+from sinkframes.book import batch, compare
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sinkframes.book import batch, execute, manifest, page_cache
+from sinkframes import manifest
+from sinkframes.book import batch, execute, page_cache
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")

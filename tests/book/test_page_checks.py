@@ -7,7 +7,8 @@ import copy
 import nbformat
 import pytest
 
-from sinkframes.book import manifest, page_checks
+from sinkframes import manifest
+from sinkframes.book import page_checks
 from sinkframes.book.figure_caption import caption_markdown, chapter_label
 from sinkframes.report import takeaways
 from tests.conftest import ROOT

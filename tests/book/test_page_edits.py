@@ -10,7 +10,8 @@ import json
 import nbformat
 import pytest
 
-from sinkframes.book import execute, manifest
+from sinkframes import manifest
+from sinkframes.book import execute
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sinkframes.book import manifest, page
+from sinkframes import manifest
+from sinkframes.book import page
+from sinkframes.book.plan import template_defaults_text
 from sinkframes.report.provenance import provenance
 
 M = manifest.load_manifest()
@@ -83,7 +85,7 @@ def test_an_edit_of_a_parameter_the_manifest_entry_does_not_list_is_custom():
     (packaged) are what the profile ran with, so another value is an edit; the device changes no result."""
     from tests.conftest import ROOT
 
-    assert manifest.PACKAGED_DEFAULTS.read_text() == manifest.template_defaults_text(M), (
+    assert manifest.PACKAGED_DEFAULTS.read_text() == template_defaults_text(M), (
         "run `python -m sinkframes toc --write`")
     entry = M.page("reference_frames").params_for("offline")
     defaults = manifest.packaged_defaults()["reference_frames"]

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from sinkframes.book.execute import failed_models, has_error_output
-from sinkframes.book.manifest import load_manifest
+from sinkframes.manifest import load_manifest
 from sinkframes.types import RunOptions
 from tests.device_compare import TOLERANCE, differences, verdict_differences
 from tests.models.test_device_trap_runs import RUNS

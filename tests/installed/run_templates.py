@@ -19,7 +19,7 @@ import nbformat
 import papermill as pm
 
 from sinkframes.book.execute import failed_models, has_error_output
-from sinkframes.book.manifest import PACKAGED_MANIFEST, load_manifest
+from sinkframes.manifest import PACKAGED_MANIFEST, load_manifest
 from sinkframes.verdicts.store import ENV as VERDICTS_ENV
 
 PROBE = "import json, sys, sinkframes, transformers\nprint(json.dumps({'python': sys.executable, " \

@@ -127,7 +127,8 @@ def test_bad_page_parameters_are_refused_before_any_model_loads(params, fragment
 
 
 def test_a_build_with_bad_parameters_runs_no_page(tmp_path, capsys):
-    from sinkframes.book import batch, manifest
+    from sinkframes import manifest
+    from sinkframes.book import batch
 
     m = manifest.load_manifest()
     bad = manifest.Page(**{**m.pages[0].__dict__, "parameters": {p: {"n_sentences": 6.5} for p in manifest.PROFILES}})
@@ -146,7 +147,8 @@ def test_a_build_with_bad_parameters_runs_no_page(tmp_path, capsys):
 def test_a_page_whose_kernel_does_not_start_is_started_again_once(tmp_path, monkeypatch, capsys):
     import papermill
 
-    from sinkframes.book import execute, manifest
+    from sinkframes import manifest
+    from sinkframes.book import execute
 
     m = manifest.load_manifest()
     page = m.pages[0]

@@ -9,8 +9,8 @@ import torch
 
 from sinkframes import corpus
 from sinkframes import extraction as extract
-from sinkframes.analyses.base import ModelResult
 from sinkframes.probes import fisher
+from sinkframes.results import ModelResult
 from sinkframes.types import MODES
 
 

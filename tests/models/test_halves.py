@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sinkframes.analyses import base, information, positions
+from sinkframes import results as base
+from sinkframes.analyses import information, positions
 
 
 def test_the_information_halves_split_every_suite_over_its_own_sentences(texts):

@@ -97,7 +97,7 @@ def test_the_second_random_key_differs_from_the_first_where_it_can():
 def test_the_removal_null_passes_only_when_a_random_key_beats_another():
     import pandas as pd
 
-    from sinkframes.analyses.base import ModelResult
+    from sinkframes.results import ModelResult
     from sinkframes.verdicts import MEASURES, NULLS
 
     def result(sink, rand, rand2):

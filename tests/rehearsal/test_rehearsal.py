@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from sinkframes.book.execute import failed_models, has_error_output
-from sinkframes.book.manifest import load_manifest
+from sinkframes.manifest import load_manifest
 
 from .conftest import REHEARSAL_SENTENCES, run_build
 

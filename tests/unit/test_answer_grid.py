@@ -42,6 +42,6 @@ def test_the_figure_draws_a_cell_per_family_verdict():
 
 
 def test_every_central_claim_has_a_row_label():
-    from sinkframes.report.scorecard import CENTRAL
+    from sinkframes.paper.central import CENTRAL
 
     assert {cid for _, ids in CENTRAL for cid in ids} <= set(answer_grid.SHORT)

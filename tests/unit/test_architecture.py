@@ -85,13 +85,13 @@ def test_one_mode_definition():
 def test_each_analysis_declares_its_own_measures():
     """A claim's measure is found by its name: only its analysis module spells it, and nothing is left in the
     verdict layer (which holds the registry and the bootstrap, not the quantities)."""
+    from sinkframes.results import spec_of
     from sinkframes.verdicts.measures import registered
 
-    module_of = {"softmax": "softmax_geometry", "values": "geometry_values"}
-    for name in registered():
-        prefix = name.split(".")[0]
+    for name, m in registered().items():
         declared = rf'(?i:measure)\(\s*"{re.escape(name)}"|MEASURES\["{re.escape(name)}"\]'
-        assert _where(declared) == [f"analyses/{module_of.get(prefix, prefix)}.py"], name
+        module = spec_of(m.analysis).module.removeprefix("sinkframes.").replace(".", "/")
+        assert _where(declared) == [f"{module}.py"], name
 
 
 def test_result_keys_are_spelled_by_their_producers_alone():
@@ -111,3 +111,87 @@ def test_result_keys_are_spelled_by_their_producers_alone():
             bad()
     assembled = r'f"(\{(rule|variant|mode)\}|corrected|laplacian|fiedler|faithful|head|p\d+)/'
     assert _where(assembled) == ["metrics/graphs.py", "metrics/information.py", "metrics/rmt.py"]
+
+
+#: the library's layers, lowest first: a package or top-level module imports only from lower layers (and itself).
+#: ``results`` (the result type and the analysis registry) sits under the verdict layer, which the analyses plug
+#: into; the build machinery (``book``) is on top, and nothing below it reaches back up.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("_version", "types", "config", "files", "stats", "tensors", "threads", "notebook", "rehearsal", "paper"),
+    ("manifest", "corpus"),
+    ("models",),
+    ("cache",),
+    ("extraction", "training"),
+    ("metrics", "probes"),
+    ("results",),
+    ("verdicts",),
+    ("analyses",),
+    ("report",),
+    ("figures",),
+    ("book",),
+    ("__main__", "__init__"),
+)
+LAYER_OF = {unit: k for k, units in enumerate(LAYERS) for unit in units}
+
+
+def _unit(parts: list[str]) -> str:
+    """The layer unit of a module path inside the package: its subpackage, or the top-level module's name."""
+    return parts[0].removesuffix(".py")
+
+
+def imported_units(path: str, src: str) -> set[str]:
+    """The library units (``LAYERS``) module ``path`` (relative to the package) imports, at any depth of its code."""
+    here = path.split("/")
+    found = set()
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            base = here[:-node.level]  # the package the dots name
+            target = base + (node.module.split(".") if node.module else [])
+            if not target:  # ``from . import x`` at the top: x is the unit
+                found.update(a.name for a in node.names)
+            else:
+                found.add(target[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sinkframes."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("sinkframes."))
+    return found - {_unit(here)}
+
+
+def test_every_unit_of_the_library_has_a_layer():
+    units = {_unit(name.split("/")) for name in SOURCES}
+    assert units == set(LAYER_OF), (f"give a layer to {sorted(units - set(LAYER_OF))}; "
+                                    f"drop {sorted(set(LAYER_OF) - units)}")
+
+
+def test_layers_point_one_way():
+    """No import reaches a unit of the same or a higher layer (so no package cycle), function-level imports too."""
+    upward = []
+    for name, src in SOURCES.items():
+        me = _unit(name.split("/"))
+        for unit in imported_units(name, src):
+            if unit in LAYER_OF and LAYER_OF[unit] >= LAYER_OF[me]:
+                upward.append(f"{name} -> {unit}")
+    assert not upward, "imports that point up or sideways:\n" + "\n".join(sorted(upward))
+
+
+def test_the_layer_check_can_fail():
+    assert imported_units("verdicts/nulls.py", "from ..analyses import frames\nfrom .rules import x\n") == {"analyses"}
+    assert imported_units("cache.py", "def f():\n    from .models import load\n") == {"models"}
+    assert imported_units("analyses/frames.py", "from .. import stats, verdicts\n") == {"stats", "verdicts"}
+    assert LAYER_OF["analyses"] > LAYER_OF["verdicts"] > LAYER_OF["results"]
+
+
+def test_the_registry_holds_every_analysis_module_that_makes_results():
+    """An analysis module that makes ``ModelResult``s under its own name registers a spec; each spec's name is its
+    module's, and an analysis with an attention null gives it in the spec."""
+    from sinkframes.results import analyses
+
+    specs = analyses()
+    making = {m.group(1) for name, src in SOURCES.items() if name.startswith("analyses/")
+              for m in re.finditer(r'^(?:SERIES_)?ANALYSIS = "(\w+)"', src, re.MULTILINE)}
+    assert set(specs) == making
+    for name, spec in specs.items():
+        path = spec.module.removeprefix("sinkframes.").replace(".", "/") + ".py"
+        has_null = re.search(r"^def on_uniform_attention\b", SOURCES[path], re.MULTILINE)
+        assert (spec.on_uniform_attention is not None) == bool(has_null and name == path[9:-3]), name

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from sinkframes import paper
-from sinkframes.book.manifest import load_manifest
+from sinkframes.manifest import load_manifest
 from sinkframes.paper import CLAIMS, CLAIMS_BY_ID
 from sinkframes.verdicts import COMPARISONS, MEASURES, RULES, apply
 from sinkframes.verdicts.measures import registered

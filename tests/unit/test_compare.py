@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sinkframes.analyses.base import ModelResult
 from sinkframes.paper import CLAIMS, Claim
+from sinkframes.results import ModelResult
 from sinkframes.verdicts import (
     INCONCLUSIVE,
     MEASURES,

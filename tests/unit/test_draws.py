@@ -64,7 +64,7 @@ def test_two_halves_that_decide_a_claim_two_ways_make_it_unstable():
 
 
 def test_the_halves_are_disjoint_and_cover_the_sentences():
-    from sinkframes.analyses.base import split_halves
+    from sinkframes.results import split_halves
 
     for n in (1, 2, 7, 40, 100):
         a, b = split_halves(n)

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from sinkframes.figures import family as family_figures
 from sinkframes.report import family
 
 
@@ -31,7 +32,7 @@ def test_a_pipeline_check_shows_no_number_and_decides_no_claim():
     assert set(table["reproduced: rule"]) <= {"pipeline check: random weights decide no claim",
                                               *(c.untestable for c in family.appendix_claims("qwen"))}
     assert "Pipeline check" in family.section(fr, family.topology_summary).data
-    assert family.kl_figure(fr) is None
+    assert family_figures.kl_figure(fr) is None
     assert "stay *not evaluated*" in family.evidence_summary(fr)
 
 
@@ -116,7 +117,7 @@ def test_a_page_not_run_opens_with_a_warning_that_says_how_to_run_it():
 def test_the_build_folds_the_analysis_sections_of_a_pipeline_check(tmp_path):
     import nbformat
 
-    from sinkframes.book import manifest
+    from sinkframes import manifest
     from sinkframes.book.execute import PIPELINE_SECTION_TAG, fold_cells
 
     nb = nbformat.v4.new_notebook()
@@ -168,3 +169,9 @@ def test_a_family_the_paper_did_not_study_says_so_and_checks_its_published_count
     assert "bloom-560m 44%" in fam.published_note(fr)
     assert fam.published_check(fam.FamilyResults(fam.family_of("pythia"), [], False)).empty
     assert "the paper did not study" in fam.no_verdicts_note(fr)
+
+
+def test_the_family_pages_run_registered_analyses_under_their_registered_names():
+    from sinkframes.results import analyses
+
+    assert set(family.ANALYSES) <= set(analyses())

@@ -11,9 +11,9 @@ import torch
 
 from sinkframes import stats
 from sinkframes.analyses import spectral as sp
-from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics import graphs as g
 from sinkframes.report import spectral as spectral_report
+from sinkframes.results import ModelResult
 from sinkframes.verdicts import MEASURES
 
 SIZES = (12, 17, 23, 31, 40, 47)  # tokens per sentence: up to 50, the dense solver in every variant

@@ -128,8 +128,8 @@ def test_each_model_keeps_one_colour_across_the_book():
 
 @pytest.mark.parametrize("profile", ["colab", "paper"])
 def test_every_page_of_the_hub_profiles_shows_its_models_in_distinct_colours(profile):
-    from sinkframes.book.manifest import load_manifest
     from sinkframes.figures.style import model_colour
+    from sinkframes.manifest import load_manifest
 
     checked = 0
     for page in load_manifest().pages:

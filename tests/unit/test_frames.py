@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from sinkframes.analyses import frames
-from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics.frames import FrameSummaryReducer
+from sinkframes.results import ModelResult
 from tests.attention_cases import causal_first_sink, previous_token, stack, two_ends
 
 
@@ -73,8 +73,8 @@ def test_classify_thresholds_are_the_stated_ones():
 
 
 def test_bos_comparison_defaults_to_the_decoders_without_a_start_token():
-    from sinkframes.analyses.base import ModelResult
     from sinkframes.analyses.frames import bos_comparison_models
+    from sinkframes.results import ModelResult
 
     def result(ref: str, causal: bool, adds_bos: bool) -> ModelResult:
         return ModelResult("frames", {"ref": ref, "causal": causal, "adds_bos": adds_bos, "n_layers": 1}, 1)

@@ -91,7 +91,7 @@ def test_two_callers_at_once_convert_once(tmp_path, monkeypatch):
 
 def test_the_build_converts_first_only_the_gguf_models_its_pages_name_and_lack(tmp_path, monkeypatch):
     from sinkframes.book import plan
-    from sinkframes.book.manifest import Page
+    from sinkframes.manifest import Page
 
     monkeypatch.setenv("SINKFRAMES_MODELS", str(tmp_path / "models"))
     pages = [

@@ -1,11 +1,13 @@
-"""One failing model is reported and the others still come back (analyses.base.each_model)."""
+"""One failing model is reported and the others still come back (results.each_model)."""
 
 from __future__ import annotations
 
 import nbformat
 import pytest
 
-from sinkframes.analyses.base import (
+from sinkframes.book.execute import failed_models
+from sinkframes.report import model_notes
+from sinkframes.results import (
     FAILED_MODELS_KEY,
     AllModelsFailedError,
     ModelFailure,
@@ -13,8 +15,6 @@ from sinkframes.analyses.base import (
     Results,
     each_model,
 )
-from sinkframes.book.execute import failed_models
-from sinkframes.report import model_notes
 
 RECORD = {"ref": "", "architecture": "llama", "family": "llama", "n_layers": 2, "n_heads": 2, "n_kv_heads": 1,
           "position_encoding": "RoPE", "quantization": "none", "adds_bos": True, "position0_token": "<s>"}

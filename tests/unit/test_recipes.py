@@ -16,21 +16,24 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sinkframes.book.manifest import load_manifest
 from sinkframes.figures.style import _KNOWN_COLOUR
+from sinkframes.manifest import load_manifest
 from sinkframes.models.registry import DEFAULT_OFFLINE, OFFLINE_MODELS
+from sinkframes.results import analyses
 from sinkframes.verdicts import measures as M
 from tests.conftest import ROOT
 
 LIB = ROOT / "lib" / "sinkframes"
 ANALYSES = LIB / "analyses"
 MANIFEST = load_manifest(ROOT / "notebooks" / "manifest.yml")
+#: the registered analyses of the chapters: those whose name is their module's (the registry, not a list)
+CHAPTER_ANALYSES = sorted(n for n, spec in analyses().items() if spec.module == f"sinkframes.analyses.{n}")
 #: the requirement files `make book` installs, and the one `make book-large` adds
 BOOK_REQUIREMENTS = ("requirements.txt", "requirements-nodeps.txt")
 LARGE_REQUIREMENTS = ("requirements-large.txt",)
 #: the files the "add an analysis" recipe edits that hold no list of names (those are found by scanning, below)
 ANALYSIS_RECIPE_FILES = (
-    "lib/sinkframes/verdicts/measures.py",  # DECLARING
+    "lib/sinkframes/results.py",  # Analysis, register
     "lib/sinkframes/paper/claims.py",
     "lib/sinkframes/data/rule_changes.json",
     "lib/sinkframes/report/page_verdicts.py",
@@ -213,18 +216,19 @@ def test_the_pin_check_can_fail():
 
 def test_every_analysis_module_is_registered_under_its_own_name():
     modules = _analysis_modules()
-    assert set(modules) == set(M.DECLARING), "an analysis module is missing from verdicts.measures.DECLARING"
-    # the verdicts find a result's attention null by importing sinkframes.analyses.<ANALYSIS>
+    assert set(modules) == set(CHAPTER_ANALYSES), (
+        "an analysis module registers no spec: end it with SPEC = register(Analysis(ANALYSIS, __name__, ...))")
+    # a chapter's analysis, its module and its results share one name
     assert all(value == name for name, value in modules.items()), modules
 
 
-@pytest.mark.parametrize("name", M.DECLARING)
+@pytest.mark.parametrize("name", CHAPTER_ANALYSES)
 def test_every_declared_analysis_registers_a_measure(name):
     declared = [m for m in M.registered() if _module_of(m) == f"sinkframes.analyses.{name}"]
     assert declared, f"analyses/{name}.py declares no measure (@measure or @shape_measure)"
 
 
-@pytest.mark.parametrize("name", M.DECLARING)
+@pytest.mark.parametrize("name", CHAPTER_ANALYSES)
 def test_every_declared_analysis_is_shown_by_a_page_whose_template_imports_it(name):
     pages = [p.id for p in MANIFEST.pages if name in _imported_analyses(p.template)]
     assert pages, f"no template of notebooks/manifest.yml imports sinkframes.analyses.{name}"
@@ -237,8 +241,8 @@ def test_the_template_import_check_can_fail():
 
 def test_the_recipe_table_lists_every_analysis_as_it_is_wired():
     rows = _recipe_table()
-    assert sorted(Path(r[0]).stem for r in rows) == sorted(M.DECLARING), (
-        "CONTRIBUTING.md's table of analyses must list every module of DECLARING")
+    assert sorted(Path(r[0]).stem for r in rows) == CHAPTER_ANALYSES, (
+        "CONTRIBUTING.md's table of analyses must list every registered analysis")
     pages = {p.id: p for p in MANIFEST.pages}
     for module, page_id, template, figures, report in rows:
         name = Path(module).stem
@@ -250,8 +254,8 @@ def test_the_recipe_table_lists_every_analysis_as_it_is_wired():
 
 def test_the_recipe_names_every_file_that_keeps_analyses_or_sections_by_name():
     sections = {p.id for p in MANIFEST.pages if not p.run_last and "family_appendix" not in p.template}
-    listing = _files_listing_names(set(M.DECLARING)) | _files_listing_names(sections)
-    assert "lib/sinkframes/verdicts/measures.py" in listing  # the scan finds DECLARING itself
+    listing = _files_listing_names(set(CHAPTER_ANALYSES)) | _files_listing_names(sections)
+    assert "tests/models/test_device_trap_runs.py" in listing  # the scan finds a list it must find
     named = _named_paths(_contributing("Recipe: add an analysis"))
     assert sorted(listing - named) == [], "name these files in CONTRIBUTING.md's 'Recipe: add an analysis'"
     assert sorted(set(ANALYSIS_RECIPE_FILES) - named) == []

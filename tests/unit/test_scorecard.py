@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sinkframes import verdicts as V
-from sinkframes.book.manifest import load_manifest
+from sinkframes.manifest import load_manifest
 from sinkframes.paper import CLAIMS
 from sinkframes.report import scorecard
 

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from sinkframes import verdicts as V
-from sinkframes.book.manifest import load_manifest
+from sinkframes.manifest import load_manifest
 from sinkframes.models.registry import OFFLINE_MODELS, paper_family_of
 from sinkframes.paper import CLAIMS
 from sinkframes.report import scorecard

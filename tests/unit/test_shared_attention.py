@@ -7,9 +7,9 @@ import torch
 
 from sinkframes import corpus
 from sinkframes.book import executors, plan
-from sinkframes.book.manifest import Page, load_manifest
 from sinkframes.extraction import batching, shared
 from sinkframes.extraction.attention import iterate_samples
+from sinkframes.manifest import Page, load_manifest
 from sinkframes.types import RunOptions
 
 
@@ -100,7 +100,7 @@ def test_a_page_that_runs_random_twins_stores_their_attention_too():
     pages = [twins, _page("a", models=["m1"], n_sentences=200)]
     planned = {(m, n) for m, n, _ in plan.attention_plan(pages, "offline")}
     assert planned == {("m1", 200), ("random:m1", 120), ("random:m2", 120)}
-    from sinkframes.book.manifest import load_manifest
+    from sinkframes.manifest import load_manifest
 
     marked = {p.id for p in load_manifest().pages if p.random_twins}
     assert {"topology", "spectral_graphs", "information_geometry", "appendix_h_encoders"} <= marked
@@ -131,7 +131,7 @@ def test_the_preparation_converts_each_model_once_largest_first_then_fills(monke
 
 
 def test_long_running_pages_start_first_and_the_rest_keep_the_manifest_order():
-    from sinkframes.book.manifest import load_manifest
+    from sinkframes.manifest import load_manifest
 
     numbered = list(enumerate([_page("a"), _page("b"), _page("c"), _page("d")], 1))
     numbered[2][1].long_running = True

@@ -8,8 +8,8 @@ import pytest
 
 from sinkframes import stats
 from sinkframes.analyses import spectral as sp
-from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics.graphs import ALL_THRESHOLDS, FIEDLER_NOTEBOOK_THRESHOLDS, PAPER_THRESHOLDS
+from sinkframes.results import ModelResult
 
 T = len(ALL_THRESHOLDS)
 

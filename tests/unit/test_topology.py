@@ -9,8 +9,8 @@ import torch
 from scipy.sparse.csgraph import connected_components
 
 from sinkframes.analyses import topology as atopo
-from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics import topology as T
+from sinkframes.results import ModelResult
 from tests.attention_cases import causal_first_sink, causal_uniform, previous_token, stack
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sinkframes.analyses.base import TWIN, ModelResult, with_twin
+from sinkframes.results import TWIN, ModelResult, with_twin
 
 
 def _result(ref: str) -> ModelResult:

@@ -11,9 +11,9 @@ import torch
 
 from sinkframes import verdicts as V
 from sinkframes.analyses import frames, information
-from sinkframes.analyses.base import ModelResult
 from sinkframes.metrics.frames import FrameSummaryReducer
 from sinkframes.metrics.information import InformationReducer
+from sinkframes.results import ModelResult
 from sinkframes.verdicts import measures as M
 from sinkframes.verdicts.rules import decide
 from tests.attention_cases import causal_first_sink, causal_uniform, stack
@@ -405,7 +405,7 @@ def test_common_word_heads_counts_the_modal_word_and_leaves_first_tokens_out(mon
     import pandas as pd
 
     from sinkframes.analyses import topology
-    from sinkframes.analyses.base import ModelResult
+    from sinkframes.results import ModelResult
     from sinkframes.verdicts import MEASURES
 
     spec = pd.DataFrame({"token": ["<bos>", "<bos>", ",", ",", ",", "the", "of", ","],

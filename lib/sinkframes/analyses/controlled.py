@@ -33,12 +33,12 @@ import torch
 from ..metrics.frames import FrameSummaryReducer
 from ..metrics.positions import TIED, sink_location
 from ..metrics.sinks import received_share
+from ..results import Analysis, ModelResult, register
 from ..training.controlled import CHECKPOINT_DIR, RunSpec, load_checkpoint, load_index
 from ..training.sink_task import TASK, SinkTask
 from ..types import Mode
 from ..verdicts.measures import NULLS, measure
 from ..verdicts.verdict import Estimate, not_applicable
-from .base import ModelResult
 from .frames import frames_from_summaries
 
 ANALYSIS = "controlled"
@@ -337,3 +337,6 @@ def sink_lag(r: ModelResult, mode: Mode) -> Estimate | None:
         return Estimate(math.nan, math.nan, math.nan, interval=RUN_RANGE, detail=detail, undetermined=True)
     return Estimate(float(np.median(lags)), min(lags), max(lags), n=len(lags), interval=RUN_RANGE, detail=detail,
                     parts=parts)
+
+
+SPEC = register(Analysis(ANALYSIS, __name__))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..results import Analysis, ModelResult, register
 from ..training.text_lm import (
     FORMATION,
     FORMATION_LOG,
@@ -36,7 +37,6 @@ from ..training.text_lm import (
 from ..types import Mode
 from ..verdicts.measures import measure
 from ..verdicts.verdict import Estimate, not_applicable
-from .base import ModelResult
 from .text_grid import grid_record, read_run_log
 
 #: the test's level (one-sided)
@@ -216,3 +216,6 @@ def formation_text(test: FormationTest) -> str:
                        "exact test, one-sided, at 0.05, fixed before its new runs) is decided when all have, and no "
                        "answer is drawn before.")
     return head + f"Fisher's exact test, one-sided: p = {test.p_value:.3g}, so the claim is **{test.verdict}**."
+
+
+SPEC = register(Analysis(ANALYSIS, __name__))

@@ -37,11 +37,11 @@ import torch
 from .. import stats
 from ..extraction import summarize
 from ..metrics.frames import MIN_SOURCES, STABLE, FrameSummaryReducer, frame_profile
+from ..results import Analysis, ModelResult, Results, each_model, register
 from ..types import Mode, RunOptions
 from ..verdicts.measures import boot, measure, seed_of
+from ..verdicts.structureless import null_summaries
 from ..verdicts.verdict import Estimate, not_applicable
-from .base import ModelResult, Results, each_model, register_tables
-from .structureless import null_summaries
 
 ANALYSIS = "frames"
 
@@ -188,7 +188,6 @@ def analyse(
     return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed), ANALYSIS)
 
 
-@register_tables(ANALYSIS)
 def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
     """``layers`` and ``evidence`` (one row, indexed by model) under ``mode``: the official reference-count
     rule when ``"faithful"``, every other measure (this book's) when ``"corrected"``."""
@@ -364,3 +363,6 @@ def reference_count(r: ModelResult, mode: Mode) -> Estimate | None:
     else:
         x = np.nanmean(r.samples["reference_count"], axis=(1, 2))  # [sample]
     return boot(x, float, seed_of(r))
+
+
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention))

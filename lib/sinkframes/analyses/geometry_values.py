@@ -21,11 +21,11 @@ from scipy import stats as sps
 from .. import paper, stats
 from ..extraction import capture
 from ..metrics import geometry, values
+from ..results import Analysis, ModelResult, Results, each_model, register, with_twin
 from ..tensors import require_finite
 from ..types import MODES, Mode, RunOptions, check_mode
 from ..verdicts.measures import NULLS, boot, measure, region_parts, seed_of, shape_measure, with_parts
 from ..verdicts.verdict import Estimate
-from .base import ModelResult, Results, each_model, register_tables, with_twin
 
 ANALYSIS = "geometry_values"
 KEYS = ["layer", "depth", "region"]
@@ -127,7 +127,7 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
 
     ``opts``/``overrides`` are run options; ``params`` records them. Nothing here is random: ``seed`` is
     taken for the signature every analysis shares, and recorded.
-    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.analyses.base.with_twin`),
+    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.results.with_twin`),
     the null of the depth and shape claims.
     """
     o = RunOptions.build(opts, **overrides)
@@ -146,7 +146,6 @@ def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None,
     return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed, twin=twin), ANALYSIS)
 
 
-@register_tables(ANALYSIS)
 def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
     """``values``: the value-space measures per layer under ``mode``, without their ``faithful_`` /
     ``corrected_`` prefix (so both modes have the same names; the faithful table adds
@@ -298,3 +297,6 @@ NULLS["unit_ratio"] = lambda r, mode: Estimate(1.0, interval="none (analytic)",
                                                detail="a random key: the same norm as the others on average")
 NULLS["zero"] = lambda r, mode: Estimate(0.0, interval="none (analytic)",
                                          detail="uniform attention: the same in every layer, no alignment")
+
+
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables))

@@ -29,6 +29,7 @@ from ..metrics import information as inf
 from ..models.registry import hook_supports
 from ..probes import fisher as fisher_mod
 from ..probes import sink_removal
+from ..results import Analysis, ModelResult, Results, attach_halves, each_model, register, split_halves, with_twin
 from ..types import MODES, Mode, RunOptions, check_mode
 from ..verdicts.measures import (
     BOOT,
@@ -46,9 +47,8 @@ from ..verdicts.measures import (
     shape_measure,
     with_parts,
 )
+from ..verdicts.structureless import null_summaries
 from ..verdicts.verdict import Estimate
-from .base import ModelResult, Results, attach_halves, each_model, register_tables, split_halves, with_twin
-from .structureless import null_summaries
 
 ANALYSIS = "information"
 DEFAULT_RULE = "p90"
@@ -163,7 +163,6 @@ def model_regions(r: ModelResult, rule: str = DEFAULT_RULE) -> pd.DataFrame:
     return region_table(r.samples, rule, seed=_seed(r))
 
 
-@register_tables(ANALYSIS)
 def tables(r: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
     """``layers`` under ``mode`` (``DEFAULT_RULE``); ``"corrected"`` adds ``regions``."""
     if mode == "faithful":
@@ -178,7 +177,7 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
 
     ``opts``/``overrides`` are run options (``batch_size=``, ``bos_policy=``, ...); every suite gets all
     of them, and ``params`` records them with ``n_output``, ``n_fisher`` and ``seed``.
-    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.analyses.base.with_twin`),
+    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.results.with_twin`),
     the null of the depth and shape claims. The twin runs the
     KL suite only (no output check, no Fisher norms): the shape claims read the KL profile.
     """
@@ -626,3 +625,6 @@ def output_sink_minus_random(r: ModelResult, mode: Mode) -> Estimate | None:
 
 
 NULLS["second_random_key"] = lambda r, mode: _removal_difference(r, mode, "random2")
+
+
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention))

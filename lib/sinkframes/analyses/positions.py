@@ -47,11 +47,11 @@ from ..metrics.positions import TIED, PositionReducer, sink_location
 from ..models.loading import RANDOM_PREFIX
 from ..models.registry import hook_supports
 from ..probes import positions as probe
+from ..results import Analysis, ModelResult, Results, attach_halves, each_model, register, split_halves, with_twin
 from ..types import Mode, RunOptions
 from ..verdicts.measures import BOOT, NULLS, boot, measure, seed_of, shape_measure, with_parts
+from ..verdicts.structureless import uniform_attention
 from ..verdicts.verdict import Estimate, not_applicable
-from .base import ModelResult, Results, attach_halves, each_model, register_tables, split_halves, with_twin
-from .structureless import uniform_attention
 
 ANALYSIS = "positions"
 #: the function check: an intervention that raises the mean next-token loss by more than this many nats
@@ -263,7 +263,6 @@ def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None,
     return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed, twin=twin), ANALYSIS)
 
 
-@register_tables(ANALYSIS)
 def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
     """One table: every intervention of the model (the analysis has no faithful counterpart)."""
     return {"interventions": result.data["summary"]}
@@ -575,3 +574,6 @@ def sink_value_ratio(r: ModelResult, mode: Mode) -> Estimate | None:
     return Estimate(est.value, est.low, est.high, est.n, est.interval,
                     f"{len(pairs)} sink (layer, KV head) pairs, {noop} of them with a short sink value (no-op)",
                     est.undetermined)
+
+
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention))

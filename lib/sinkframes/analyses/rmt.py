@@ -29,11 +29,11 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics import rmt
 from ..metrics.sinks import first_token_share, uniform_first_token_share
+from ..results import TWIN, Analysis, ModelResult, Results, each_model, register, with_twin
 from ..tensors import require_finite
 from ..types import Mode, RunOptions, check_mode
 from ..verdicts.measures import NULLS, boot, measure, seed_of
 from ..verdicts.verdict import Estimate
-from .base import TWIN, ModelResult, Results, each_model, register_tables, with_twin
 
 ANALYSIS = "rmt"
 #: a first-token sink has formed when some layer's head-mean first-token share has its lower 95 %
@@ -167,7 +167,6 @@ def faithful_layers(ms: ModelResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@register_tables(ANALYSIS)
 def tables(ms: ModelResult, mode: Mode = "corrected") -> dict[str, pd.DataFrame]:
     """``{"layers": ...}``: the official aggregation (faithful) or the corrected layer table."""
     return {"layers": faithful_layers(ms) if check_mode(mode) == "faithful" else ms.layers}
@@ -556,3 +555,8 @@ def gap_change(r: ModelResult, mode: Mode) -> Estimate | None:
 
 NULLS["no_training"] = lambda r, mode: Estimate(0.0, interval="none (analytic)",
                                                 detail="an untrained run: every checkpoint equal to the first")
+
+
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables))
+#: the series of a training run's checkpoints (``series_result``), read by the emergence claims
+SERIES_SPEC = register(Analysis(SERIES_ANALYSIS, __name__))

@@ -24,11 +24,11 @@ from .. import stats
 from ..extraction import summarize
 from ..metrics import simplex
 from ..metrics.simplex import SimplexSummaryReducer
+from ..results import Analysis, ModelResult, Results, each_model, register
 from ..types import Mode, RunOptions
 from ..verdicts.measures import boot, measure, seed_of
+from ..verdicts.structureless import null_summaries
 from ..verdicts.verdict import Estimate
-from .base import ModelResult, Results, each_model, register_tables
-from .structureless import null_summaries
 
 ANALYSIS = "softmax_geometry"
 
@@ -187,7 +187,6 @@ def analyse(models: list[str], texts: list[str], opts: RunOptions | None = None,
     return each_model(models, lambda m: analyse_model(m, texts, o, seed=seed), ANALYSIS)
 
 
-@register_tables(ANALYSIS)
 def tables(result: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
     """``layers`` (the per-layer descriptors) under ``"corrected"``; ``"faithful"`` is an error, as the
     official code has no simplex computation to reproduce."""
@@ -291,3 +290,6 @@ def near_vertex_on_first(r: ModelResult, mode: Mode) -> Estimate | None:
     return Estimate(est.value, est.low, est.high, est.n, est.interval,
                     f"{conc:.2f} of layers concentrated, {on_first:.2f} of concentrated rows on position 0",
                     est.undetermined)
+
+
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention))

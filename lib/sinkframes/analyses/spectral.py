@@ -43,6 +43,7 @@ from ..metrics.graphs import (
     SpectralReducer,
     graph_key,
 )
+from ..results import Analysis, ModelResult, Results, each_model, register, with_twin
 from ..types import Mode, RunOptions, check_mode
 from ..verdicts.measures import (
     DEPTH_NULLS,
@@ -56,9 +57,8 @@ from ..verdicts.measures import (
     seed_of,
     with_parts,
 )
+from ..verdicts.structureless import dense_attention, null_summaries, uniform_attention
 from ..verdicts.verdict import Estimate
-from .base import ModelResult, Results, each_model, register_tables, with_twin
-from .structureless import dense_attention, null_summaries, uniform_attention
 
 ANALYSIS = "spectral"
 
@@ -128,7 +128,7 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
 
     ``per_head``/``head_threshold``: per-head metrics at that threshold; ``seed``: the tables' bootstrap
     seed; ``opts``/``overrides`` are run options (``batch_size=``, ``dtype=``, ...). All go to ``params``.
-    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.analyses.base.with_twin`),
+    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.results.with_twin`),
     the null of the depth and shape claims (layer metrics only).
     """
     o = RunOptions.build(opts, **overrides)
@@ -498,7 +498,6 @@ def tables(ms: ModelResult, mode: Mode = "corrected", seed: int | None = None) -
             "peaks": region_peaks(ms, "lambda2", seed=seed), "correlations": fiedler_correlations(ms, seed=seed)}
 
 
-register_tables(ANALYSIS)(tables)  # ``result.tables(mode)``
 
 
 @dataclass
@@ -789,3 +788,6 @@ def largest_effective_threshold(r: ModelResult, mode: Mode) -> Estimate | None:
     eff = [t for t, o in zip(PAPER_THRESHOLDS, ok, strict=True) if o]
     return Estimate(max(eff) if eff else math.nan, n=r.n_sentences, interval="none (a threshold)",
                     detail=f"effective at t = {', '.join(f'{t:g}' for t in eff) or 'none'}")
+
+
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention))

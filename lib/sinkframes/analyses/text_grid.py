@@ -22,8 +22,8 @@ import pandas as pd
 import torch
 
 from ..paper.claims import CLAIMS
+from ..results import ModelResult
 from ..training.text_lm import GRID, GRID_LOG, LMRecipe, recipe_dict
-from .base import ModelResult
 from .controlled import ANALYSIS, first_step, measure_weights, untrained
 
 SUBJECT = "controlled-text"

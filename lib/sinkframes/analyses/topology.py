@@ -26,11 +26,11 @@ import torch
 from .. import stats
 from ..extraction import extract_attention, summarize
 from ..metrics import topology as topo
+from ..results import Analysis, ModelResult, Results, each_model, register, with_twin
 from ..types import Mode, RunOptions
 from ..verdicts.measures import BOOT, boot, measure, region_stat, regions_in, seed_of, shape_measure
+from ..verdicts.structureless import null_summaries
 from ..verdicts.verdict import Estimate
-from .base import ModelResult, Results, each_model, register_tables, with_twin
-from .structureless import null_summaries
 
 ANALYSIS = "topology"
 
@@ -153,7 +153,7 @@ def analyse_model(ref: str, texts: list[str], opts: RunOptions | None = None, *,
     attention depends on every token, so its faithful numbers come from a second forward pass on
     the texts as the tokenizer truncates them (keeping its end token), as the official notebook does.
     ``opts``/``overrides`` are run options (``batch_size=``, ``dtype=``, ...), recorded in ``params``.
-    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.analyses.base.with_twin`),
+    ``twin``: also run the model's random-initialized twin (:func:`~sinkframes.results.with_twin`),
     the null of the depth and shape claims.
     """
     o = RunOptions.build(opts, **overrides)
@@ -249,7 +249,6 @@ def corrected_table(r: ModelResult, thresholds: tuple[float, ...] = topo.PAPER_T
     return pd.DataFrame(rows)
 
 
-@register_tables(ANALYSIS)
 def tables(r: ModelResult, mode: Mode) -> dict[str, pd.DataFrame]:
     """``layers`` at the official analysed layers: the official report's table (``"faithful"``) or the
     corrected Betti numbers and persistence (``"corrected"``); ``"faithful"`` adds the official Welch
@@ -660,3 +659,6 @@ def specialized_heads(r: ModelResult, mode: Mode) -> Estimate | None:
     count = int(enough and (spec[col] >= topo.SPECIALIZED_MIN_CONSISTENCY).sum())
     return Estimate(float(count), n=len(spec), interval="none (a count of heads)",
                     detail=f"of {len(spec)} heads of the official layers")
+
+
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention))

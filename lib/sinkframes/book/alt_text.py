@@ -1,7 +1,7 @@
 """Alt text for the figures of an executed page, from the docstring of the function that drew them.
 
 Every figure of the book comes from one call to a figure function (``sinkframes.figures.*``, or
-``report.family.kl_figure``) whose docstring says what it shows. :func:`set_alt_texts` finds that call in
+``figures.family.kl_figure``) whose docstring says what it shows. :func:`set_alt_texts` finds that call in
 each code cell with an image output and stores the docstring's first paragraph as the cell's image alt
 text (``mystnb.image.alt``), which the HTML build puts on the ``<img>``.
 """

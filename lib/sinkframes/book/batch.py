@@ -21,9 +21,9 @@ from pathlib import Path
 
 from ..config import CACHE_ENV
 from ..extraction.shared import ENV as SHARED_ENV
+from ..manifest import OPTIONAL_PROFILES, Manifest, Page, load_manifest, repo_root
 from . import executors
 from .execute import restorable, run_one
-from .manifest import OPTIONAL_PROFILES, Manifest, Page, load_manifest, repo_root
 from .params import parameter_problems, unknown_parameters
 
 #: leftovers older than this are from a killed run, not from one still going

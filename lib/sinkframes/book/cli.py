@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .manifest import ALL_PROFILES
+from ..manifest import ALL_PROFILES
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
@@ -100,14 +100,14 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_toc(args: argparse.Namespace) -> int:
-    from .manifest import (
+    from ..manifest import (
         PACKAGED_DEFAULTS,
         PACKAGED_MANIFEST,
         load_manifest,
         render_toc,
         repo_root,
-        template_defaults_text,
     )
+    from .plan import template_defaults_text
 
     m = load_manifest()
     text = render_toc(m)

@@ -20,12 +20,12 @@ from typing import Any
 
 import nbformat
 
-from ..analyses.base import FAILED_MODELS_KEY
 from ..cache import atomic_write_bytes
+from ..manifest import Page, repo_root, toc_title
+from ..results import FAILED_MODELS_KEY
 from ..verdicts.store import ENV as VERDICTS_ENV
 from .alt_text import set_alt_texts
 from .install import pinned_ref, repository, set_install_cell
-from .manifest import Page, repo_root, toc_title
 from .params import merge_parameters
 from .plan import record_duration
 
@@ -100,7 +100,7 @@ def has_error_output(path: Path) -> list[str]:
 
 
 def failed_models(path: Path) -> list[str]:
-    """The models an executed notebook reports as failed (``analyses.base.announce``), in order, once each."""
+    """The models an executed notebook reports as failed (``results.announce``), in order, once each."""
     nb = nbformat.read(path, as_version=4)
     found = [
         ref

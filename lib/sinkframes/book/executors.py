@@ -15,8 +15,8 @@ from typing import Any
 
 from ..config import CACHE_ENV
 from ..extraction.shared import ENV as SHARED_ENV
+from ..manifest import Page
 from .execute import failure_text, run_one
-from .manifest import Page
 from .plan import preparation_tasks, start_order
 
 #: where independent pages run: this machine's processes (``jobs``), or Ray tasks

@@ -28,7 +28,7 @@ def chapter_label(page_id: str | None) -> str:
     from the page's manifest title; ``""`` when the page or its title has none."""
     if not page_id:
         return ""
-    from .manifest import ManifestError, reader_manifest
+    from ..manifest import ManifestError, reader_manifest
 
     m = reader_manifest()
     if m is None:
@@ -75,7 +75,7 @@ def caption_markdown(number: str, caption: str, takeaway: str = "") -> str:
 def show(fig: Any, caption: str, takeaway: str = "", page_id: str | None = None) -> str:
     """Display ``fig`` and its numbered caption under it, and close ``fig`` (so that the notebook does not show
     it a second time at the end of the cell); the caption block, as displayed. A figure function that had
-    nothing to draw (``None``, as ``report.family.kl_figure`` for a pipeline check) shows nothing."""
+    nothing to draw (``None``, as ``figures.family.kl_figure`` for a pipeline check) shows nothing."""
     if fig is None:
         return ""
     import matplotlib.pyplot as plt

@@ -50,7 +50,7 @@ class PageSetup:
 
     def provenance(self) -> str:
         """The markdown provenance line of the page."""
-        from .rehearsal import provenance_note
+        from ..rehearsal import provenance_note
 
         return (provenance(self.profile, self.models, len(self.sentences), self.dataset, self.seed, self.opts)
                 + provenance_note())
@@ -74,7 +74,7 @@ class PageSetup:
         computes them where its results exist, shows :meth:`result_box` there and the table at its end.
         ``again``: the same analysis on :attr:`second_texts`; the headline claims are then decided on both draws
         (``verdicts.draws``). ``halves``: the results on the two disjoint halves of the page's sentences
-        (``analyses.base.halves``), for pages too costly for a second draw: the headline claims are checked on
+        (``results.halves``), for pages too costly for a second draw: the headline claims are checked on
         both (``verdicts.draws.across_halves``)."""
         inputs = self.inputs if again is None else {**self.inputs, "second_draw_sentences": len(self.second_texts)}
         if halves is not None:
@@ -174,16 +174,10 @@ def save_verdicts(page_id: str, profile: str, results: list[Any], inputs: dict[s
         found = across_draws(found, headline(again))
     if halves is not None:
         found = across_halves(found, headline(halves[0]), headline(halves[1]))
-    v.save(page_id, profile, found, models=model_records(results), inputs=inputs)
+    v.save(page_id, profile, found, models=v.model_records(results), inputs=inputs)
     if show:
         show_verdict_table(found, profile, [])
     return found
-
-
-def model_records(results: list[Any]) -> dict[str, dict[str, Any]]:
-    """What the scorecard needs to know of each model behind ``results`` (family, frame, mask, encoding, weights)."""
-    keys = ("family", "paper_frame", "causal", "position_encoding", "weights")
-    return {r.ref: {k: r.record[k] for k in keys if k in r.record} for r in results}
 
 
 CUSTOM = "custom"
@@ -203,8 +197,8 @@ def profile_label(profile: str, received: dict[str, Any], page_id: str | None = 
     checkout's, or the copy packaged with the library (an installed copy, as on Colab); with neither, or an unknown
     page, the profile name is kept as given.
     """
-    from .manifest import ManifestError, packaged_defaults, reader_manifest
-    from .rehearsal import capped
+    from ..manifest import ManifestError, packaged_defaults, reader_manifest
+    from ..rehearsal import capped
 
     m = reader_manifest()
     if m is None:

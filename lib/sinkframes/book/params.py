@@ -112,7 +112,7 @@ def _model_list_problems(params: dict[str, Any]) -> list[str]:
     """The problems of ``profile``, ``models`` and ``bos_comparison`` (a part of :func:`parameter_problems`)."""
     problems = []
     if "profile" in params:
-        from .manifest import ALL_PROFILES
+        from ..manifest import ALL_PROFILES
 
         known = [*ALL_PROFILES, "custom"]
         if params["profile"] not in known:

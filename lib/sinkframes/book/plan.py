@@ -7,6 +7,7 @@ Nothing here runs a model or a kernel; :mod:`book.executors` carries the plan ou
 from __future__ import annotations
 
 import inspect
+import json
 import math
 from dataclasses import asdict
 from functools import cache
@@ -15,9 +16,9 @@ from typing import Any
 
 import nbformat
 
+from ..manifest import Manifest, Page, repo_root
 from ..models.loading import RANDOM_PREFIX
 from ..types import RunOptions
-from .manifest import Page, repo_root
 
 #: profiles whose builds share attention between pages (``extraction.shared``): the offline one, whose
 #: small models' attention over a few hundred sentences takes a few hundred MB on disk; the hub models of
@@ -111,6 +112,12 @@ def template_parameters(template: Path) -> dict[str, Any]:
     nb = nbformat.read(template, as_version=4)
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     return {k: v for c in cells for k, (_, v) in _assignments(c.source).items()}
+
+
+def template_defaults_text(m: Manifest) -> str:
+    """The JSON of :data:`PACKAGED_DEFAULTS` for ``m``: ``{page id: {name: default}}`` read from the templates."""
+    table = {p.id: template_parameters(repo_root() / p.template) for p in m.pages}
+    return json.dumps(table, indent=1, sort_keys=True) + "\n"
 
 
 def run_parameters(page: Page, profile: str) -> dict[str, Any]:

@@ -6,9 +6,9 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
+from ..paper.central import CENTRAL
 from ..report.answer_grid import FAMILY_NAMES, SHORT, Cell
 from ..report.inference import MIXED
-from ..report.scorecard import CENTRAL
 from .style import COLUMN_IN, _style, finish
 
 #: the colour and mark of each family verdict (colour-blind safe: blue holds, orange does not, and marks besides)

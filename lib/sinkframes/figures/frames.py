@@ -15,8 +15,8 @@ from .style import COLUMN_IN, _short, _style, finish, model_colour
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..analyses.base import ModelResult
     from ..extraction import Extraction
+    from ..results import ModelResult
 
 
 def attention_maps(examples: Sequence[Extraction], sample: int = 0,

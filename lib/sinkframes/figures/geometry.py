@@ -16,7 +16,7 @@ from .style import COLUMN_IN, _style, finish, model_colour
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..analyses.base import ModelResult
+    from ..results import ModelResult
 
 
 def key_geometry(results: Sequence[ModelResult]) -> Figure:

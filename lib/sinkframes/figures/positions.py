@@ -17,7 +17,7 @@ from .style import _style, finish, model_colour
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..analyses.base import ModelResult
+    from ..results import ModelResult
 
 WHERE_COLOURS = {"physical 0": "#1b7837", "position id 0": "#762a83", "original first": "#5aae61",
                  "elsewhere": "#f1a340", "tied": "#8c96c6", "none": "#bdbdbd"}

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..analyses.base import ModelResult
 from ..analyses.rmt import SINK_SHARE_THRESHOLD, Series, series_table
 from ..metrics import rmt
+from ..results import ModelResult
 from .style import _style, finish, model_colour
 
 PANELS = (("first_token_share", "first-token share"), ("rms_deviation", "RMS deviation from uniform attention"),

@@ -21,7 +21,7 @@ from .style import COLUMN_IN, _style, finish, model_colour
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..analyses.base import ModelResult
+    from ..results import ModelResult
 
 _CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, math.sqrt(3) / 2]])  # [vertex, xy]
 

@@ -17,7 +17,7 @@ from .heatmap import heatmap
 from .style import COLUMN_IN, _style, finish, model_colour
 
 if TYPE_CHECKING:
-    from ..analyses.base import ModelResult
+    from ..results import ModelResult
 
 LABELS = {
     "lambda2": "algebraic connectivity lambda2",

@@ -16,7 +16,7 @@ from .heatmap import heatmap
 from .style import COLUMN_IN, _style, finish, model_colour
 
 if TYPE_CHECKING:
-    from ..analyses.base import ModelResult
+    from ..results import ModelResult
 
 
 def betti_curves(results: Sequence[ModelResult]) -> Figure:

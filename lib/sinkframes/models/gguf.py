@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from .. import config
-from ..cache import file_lock
+from ..files import file_lock
 from .errors import ModelLoadError
 from .parts import (
     CHUNK,

@@ -482,7 +482,7 @@ class HubSummary:
 def profile_models(profiles: tuple[str, ...] = PROFILES) -> dict[str, list[str]]:
     """Every hub id the pages of ``profiles`` name (``models``, ``bos_comparison``, ``checkpoint_models``,
     ``published_check_model``), with the ``stepN`` revisions the emergence page reads from it (``main`` always)."""
-    from ..book.manifest import load_manifest
+    from ..manifest import load_manifest
 
     found: dict[str, list[str]] = {}
     for page in load_manifest().pages:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..paper import CLAIMS_BY_ID
+from ..paper.central import CENTRAL
 from ..verdicts import NOT_EVALUATED, SUPPORTED, PageVerdicts, Verdict
 from .inference import MIXED, group_status, span_text
-from .scorecard import CENTRAL
 
 #: the families as a reader knows them, in the order the columns take (pretrained first, then trained here)
 FAMILY_NAMES: dict[str, str] = {

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..analyses.base import ModelResult
 from ..analyses.positions import ATTRACTOR_SHARE
 from ..analyses.rmt import (
     SINK_SHARE_THRESHOLD,
@@ -18,6 +17,7 @@ from ..analyses.rmt import (
     model_summary,
 )
 from ..metrics.sinks import uniform_first_token_share
+from ..results import ModelResult
 
 
 def twin_notes(trained: Sequence[ModelResult], random: Sequence[ModelResult | None]) -> str:

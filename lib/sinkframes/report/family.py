@@ -11,23 +11,20 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import stats, verdicts
 from ..analyses import frames, geometry_values, information, spectral, topology
-from ..analyses.base import ModelResult, Results
 from ..metrics.graphs import PAPER_THRESHOLDS, graph_key
 from ..models import OFFLINE_MODELS
 from ..models.registry import hook_supports
 from ..paper import APPENDIX_OF, CLAIMS, CLAIMS_BY_ID, Claim
+from ..results import ModelResult, Results
 from ..types import RunOptions
 from ..verdicts.rules import describe
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -65,8 +62,8 @@ FAMILIES: dict[str, Family] = {
 }
 #: a first-token sink head as the published check counts it: more than half its attention on the first token
 PUBLISHED_SINK_HEAD_SHARE = 0.5
-#: the analyses a family page runs, in page order
-ANALYSES = ("topology", "spectral", "information", "values")
+#: the analyses a family page runs, in page order, by their registered names (``results.analyses``)
+ANALYSES = ("topology", "spectral", "information", "geometry_values")
 
 
 def family_of(key: str) -> Family:
@@ -131,7 +128,7 @@ def run(key: str, models: list[str], texts: list[str], opts: RunOptions, *, n_ou
     out.not_run = [f"`{m}`: no value-space analysis (the attention hook does not support "
                    f"{records[m]['architecture']}'s attention)" for m in models if m not in hookable]
     out.not_run += information.output_unavailable(out.results["information"])
-    out.results["values"] = geometry_values.analyse(hookable, texts, opts, seed=seed) if hookable else Results()
+    out.results["geometry_values"] = geometry_values.analyse(hookable, texts, opts, seed=seed) if hookable else Results()
     if fam.published_sink_heads:  # the per-head first-token shares its published check counts, and the frame
         out.results["frames"] = frames.analyse(models, texts, opts, seed=seed)
     return out
@@ -220,7 +217,7 @@ def not_run_box(fr: FamilyResults, profile: str) -> str:
     family on Colab and the paper's checkpoints with the size of their weights; ``""`` for real models."""
     if not fr.pipeline_check:
         return ""
-    from ..book.manifest import ManifestError, reader_manifest
+    from ..manifest import ManifestError, reader_manifest
 
     fam, pid = fr.family, page_id(fr.family.key)
     decides = (f"decides none of appendix {fam.appendix}'s claims" if fam.in_paper
@@ -379,7 +376,7 @@ def information_summary(fr: FamilyResults) -> pd.DataFrame:
 
 def values_summary(fr: FamilyResults) -> pd.DataFrame:
     """Per model: reference tokens (both rules) and the first-to-last changes of the value space."""
-    res = fr.results.get("values", [])
+    res = fr.results.get("geometry_values", [])
     if not res:
         return pd.DataFrame()
     counts = geometry_values.reference_counts(res).set_index("model")
@@ -424,7 +421,6 @@ def save_own_verdicts(fr: FamilyResults, profile: str, inputs: dict[str, Any]) -
     """Save, for the scorecard, the verdicts of :func:`own_claims`, and this page's reading of the appendix's other
     claims, which the section pages decide: the scorecard counts the first and sets the second beside the section
     pages' verdicts (``report.reconcile``). Nothing for a pipeline check or a page with neither."""
-    from ..book.page import model_records
 
     ids = {c.id for c in own_claims(fr.family.key)}
     if fr.pipeline_check:
@@ -433,7 +429,7 @@ def save_own_verdicts(fr: FamilyResults, profile: str, inputs: dict[str, Any]) -
     found = [v for v in everything if v.claim in ids]
     readings = [v for v in everything if v.claim not in ids]
     if found or readings:
-        verdicts.save(page_id(fr.family.key), profile, found, models=model_records(fr.all()), inputs=inputs,
+        verdicts.save(page_id(fr.family.key), profile, found, models=verdicts.model_records(fr.all()), inputs=inputs,
                       readings=readings)
     return found
 
@@ -475,7 +471,7 @@ def scorecard_note(fr: FamilyResults, profile: str, n_sentences: int) -> str:
     """Where the scorecard's verdicts on these claims come from: the section page that tests each claim saves them,
     with that page's sentence count; this page measures the same quantities again on its own sentences, so its
     numbers can differ from the scorecard's (within their intervals) when the counts differ."""
-    from ..book.manifest import reader_manifest
+    from ..manifest import reader_manifest
 
     manifest = reader_manifest()
     tested = {v.claim for v in family_verdicts(fr)}
@@ -536,13 +532,3 @@ def section(fr: FamilyResults, table: Any) -> Any:
                         "not shown.*")
     return table(fr).round(4)
 
-
-def kl_figure(fr: FamilyResults) -> Figure | None:
-    """The KL-reduction profiles of chapter 5 for the family's models (None for a pipeline check)."""
-    if fr.pipeline_check or not fr.results.get("information"):
-        return None
-    from ..figures import information as information_figures
-
-    profiles = information.kl_profiles(fr.results["information"])
-    return information_figures.information_profiles(profiles, "kl_reduction", "KL reduction (nats)",
-                                                    band=("ci_low", "ci_high"))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 import pandas as pd
 
 if TYPE_CHECKING:
-    from ..analyses.base import ModelResult
+    from ..results import ModelResult
 
 
 def frame_verdicts(frames: list[ModelResult]) -> str:

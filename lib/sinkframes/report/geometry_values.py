@@ -11,7 +11,7 @@ from ..analyses.geometry_values import first_last_values, reference_counts
 from ..types import MODES
 
 if TYPE_CHECKING:
-    from ..analyses.base import ModelResult
+    from ..results import ModelResult
 
 
 def _layers(mask: pd.Series) -> str:

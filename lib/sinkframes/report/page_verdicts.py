@@ -380,7 +380,7 @@ def verdict_html(found: Sequence[Verdict], scorecard: str = "00_scorecard.html",
 def scorecard_href(profile: str) -> str:
     """The scorecard's HTML file relative to the folder a page of ``profile`` is written to
     (``00_scorecard.html``, or ``../00_scorecard.html`` from an optional profile's folder)."""
-    from ..book.manifest import OPTIONAL_PROFILES, ManifestError, reader_manifest
+    from ..manifest import OPTIONAL_PROFILES, ManifestError, reader_manifest
 
     scorecard = "book/00_scorecard.ipynb"
     manifest = reader_manifest()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..analyses.base import TWIN, ModelResult
 from ..probes.positions import ENCODING_GROUPS
+from ..results import TWIN, ModelResult
 
 
 def _pct(x: float) -> str:

@@ -19,7 +19,7 @@ from .._version import __version__
 from ..models import resolve_device
 
 if TYPE_CHECKING:
-    from ..analyses.base import ModelResult
+    from ..results import ModelResult
     from ..types import RunOptions
 
 
@@ -119,7 +119,7 @@ def model_revision(ref: str, revision: str | None = None) -> str:
 
 def model_notes(results: Sequence[ModelResult]) -> str:
     """One line per model of any analysis' results: what was loaded, with its quantization and BOS convention,
-    then one per model that failed (``analyses.base.Results.failures``)."""
+    then one per model that failed (``results.Results.failures``)."""
     lines = []
     for res in results:
         r = res.record

@@ -40,7 +40,7 @@ def items(claims: Iterable[Claim] = CLAIMS) -> dict[str, list[Claim]]:
 
 def _titles() -> dict[str, tuple[str, str]]:
     """``{page id: (html file relative to book/, title)}`` of the manifest's pages."""
-    from ..book.manifest import load_manifest
+    from ..manifest import load_manifest
 
     return {p.id: (Path(p.output).with_suffix(".html").name, p.title) for p in load_manifest().pages}
 

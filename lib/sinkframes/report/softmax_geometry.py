@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, cast
 from ..analyses.softmax_geometry import head_correlation
 
 if TYPE_CHECKING:
-    from ..analyses.base import ModelResult
+    from ..results import ModelResult
 
 
 def geometry_notes(results: list[ModelResult]) -> str:

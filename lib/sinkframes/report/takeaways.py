@@ -17,7 +17,7 @@ import pandas as pd
 from .page_verdicts import number_text
 
 if TYPE_CHECKING:
-    from ..analyses.base import ModelResult
+    from ..results import ModelResult
 
 NOTHING = "No model has a finite value to show here."
 

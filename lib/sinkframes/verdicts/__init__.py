@@ -17,7 +17,7 @@ from .evaluate import claims_of, evaluate, evaluate_model
 from .measures import Measure, boot, registered
 from .nulls import null_result, uniform_attention
 from .rules import RULES, apply, decide
-from .store import PageVerdicts, load_all, save
+from .store import PageVerdicts, load_all, model_records, save
 from .verdict import (
     INCONCLUSIVE,
     NOT_DIAGNOSTIC,
@@ -56,6 +56,7 @@ __all__ = [
     "evaluate_comparisons",
     "evaluate_model",
     "load_all",
+    "model_records",
     "null_result",
     "registered",
     "save",

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..analyses.base import ModelResult
 from ..paper import CLAIMS, Claim
 from ..paper.claims import FRAME_BY_FAMILY
+from ..results import ModelResult
 from ..types import Mode
 from .evaluate import _null_name, _Nulls, deciding_null, null_rows, same_as_null
 from .measures import registered
@@ -199,7 +199,7 @@ def enough(claim: Claim, members: Sequence[tuple[str, Any]]) -> bool:
 def needs(claim: Claim) -> str:
     """What would evaluate ``claim``: the models of the first profile (:data:`PROFILES`) whose page runs enough
     of the group, and how to run it."""
-    from ..book.manifest import reader_manifest
+    from ..manifest import reader_manifest
     from ..models.registry import paper_family_of
 
     manifest = reader_manifest()

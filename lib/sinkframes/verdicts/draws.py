@@ -13,7 +13,7 @@ verdict is then the first draw's only where the second agrees with it:
 Other claims keep their first-draw verdict. Chapters 1 and 4 decide their headline claims (the frame types, the
 first token's share, star-likeness) on both draws. The passes of chapters 5 and 8 (sink removal, Fisher, the
 counterfactual encodings) are the book's most costly, so their headline claims are decided instead on the two
-disjoint halves of the page's own sentences (``analyses.base.split_halves``: each a random draw of half as many),
+disjoint halves of the page's own sentences (``results.split_halves``: each a random draw of half as many),
 by :func:`across_halves`: the verdict on all the sentences stands only where the halves do not decide it two ways.
 Those of the trained grids rest on their seeds.
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
+from ..paper.central import CENTRAL
 from .verdict import INCONCLUSIVE, NOT_DIAGNOSTIC, NOT_SUPPORTED, SUPPORTED, Verdict
 
 #: the statuses that count as a decision, for comparing two draws
@@ -32,9 +33,7 @@ UNSTABLE_HALVES = "unstable between the two disjoint halves of the page's senten
 
 
 def headline_claims() -> set[str]:
-    """The claims of the scorecard's "What this book finds" lines (``report.scorecard.CENTRAL``)."""
-    from ..report.scorecard import CENTRAL
-
+    """The claims of the scorecard's "What this book finds" lines (``paper.central.CENTRAL``)."""
     return {cid for _, ids in CENTRAL for cid in ids}
 
 

@@ -6,9 +6,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from ..analyses.base import TWIN, ModelResult
 from ..paper import Claim, claims_for
 from ..paper.claims import is_rotary
+from ..results import TWIN, ModelResult
 from ..types import Mode
 from .measures import NULLS, Measure, layer_order_null, registered
 from .nulls import null_result

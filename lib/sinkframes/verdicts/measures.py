@@ -2,7 +2,8 @@
 
 Each analysis declares its own measures at the end of its module (``analyses/frames.py``,
 ``analyses/spectral.py``, ...), beside its reducer, its tables and its attention null, with the
-:func:`measure` and :func:`shape_measure` decorators of this module; :func:`registered` imports them all. A
+:func:`measure` and :func:`shape_measure` decorators of this module; :func:`registered` loads them all (the
+registered analyses, ``results.analyses``). A
 measure is ``fn(result, mode) -> Estimate | None``: ``faithful`` is the authors' computation,
 ``corrected`` the book's; ``None`` means the mode has no such computation (no official notebook
 computes it). Intervals are 95 % percentile bootstraps over sentences of the whole statistic
@@ -14,7 +15,6 @@ Measures of attention analyses get their null by running on :func:`nulls.null_re
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import math
 import warnings
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import stats
-from ..analyses.base import ModelResult
+from ..results import ModelResult, analyses
 from ..types import Mode
 from .verdict import Estimate
 
@@ -59,16 +59,16 @@ MEASURES: dict[str, Measure] = {}
 NULLS: dict[str, Callable[[ModelResult, Mode], Estimate | None]] = {}
 NULLS["none"] = lambda r, mode: None
 
-#: the analysis modules (``sinkframes.analyses.<name>``) that declare measures
-DECLARING = ("frames", "softmax_geometry", "topology", "spectral", "information", "geometry_values", "rmt",
-             "positions", "controlled", "formation")
-
-
 def registered() -> dict[str, Measure]:
-    """:data:`MEASURES` with every analysis's measures (and their nulls in :data:`NULLS`) registered."""
-    for name in DECLARING:
-        importlib.import_module(f"sinkframes.analyses.{name}")
+    """:data:`MEASURES` with every analysis's measures (and their nulls in :data:`NULLS`) registered: the
+    registered analyses (``results.analyses``) loaded, each module declaring its measures at import."""
+    analyses()
     return MEASURES
+
+
+def measures_of(analysis: str) -> dict[str, Measure]:
+    """The measures ``analysis`` declares, by name."""
+    return {k: m for k, m in registered().items() if m.analysis == analysis}
 
 
 def measure(name: str, analysis: str, null: str = "attention", extra_nulls: tuple[str, ...] = ()

@@ -80,3 +80,9 @@ def load_all(directory: Path | None = None, profile: str | None = None) -> dict[
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path} is not a verdict file ({exc}); delete it and re-run its page") from exc
     return out
+
+
+def model_records(results: list[Any]) -> dict[str, dict[str, Any]]:
+    """What the scorecard needs to know of each model behind ``results`` (family, frame, mask, encoding, weights)."""
+    keys = ("family", "paper_frame", "causal", "position_encoding", "weights")
+    return {r.ref: {k: r.record[k] for k in keys if k in r.record} for r in results}

@@ -71,25 +71,15 @@ def repo_root() -> Path:
     for cand in [here, *here.parents]:
         if (cand / "notebooks" / "manifest.yml").exists():
             return cand
-    return Path(__file__).resolve().parents[3]  # lib/sinkframes/book/manifest.py -> the checkout
+    return Path(__file__).resolve().parents[2]  # lib/sinkframes/manifest.py -> the checkout
 
 
 #: a copy of notebooks/manifest.yml inside the package (``toc --write`` keeps it equal, a test checks it), so an
 #: installed copy with no checkout (Colab) still knows each profile's parameters
-PACKAGED_MANIFEST = Path(__file__).resolve().parents[1] / "data" / "manifest.yml"
+PACKAGED_MANIFEST = Path(__file__).resolve().parent / "data" / "manifest.yml"
 #: each page's template defaults (its ``parameters`` cell), packaged beside the manifest: with them an installed
 #: copy tells an edit of a parameter the manifest entry does not list (``seed``, ``max_length``, ...)
 PACKAGED_DEFAULTS = PACKAGED_MANIFEST.with_name("template_defaults.json")
-
-
-def template_defaults_text(m: Manifest) -> str:
-    """The JSON of :data:`PACKAGED_DEFAULTS` for ``m``: ``{page id: {name: default}}`` read from the templates."""
-    import json
-
-    from .plan import template_parameters
-
-    table = {p.id: template_parameters(repo_root() / p.template) for p in m.pages}
-    return json.dumps(table, indent=1, sort_keys=True) + "\n"
 
 
 def packaged_defaults() -> dict[str, dict[str, Any]]:

@@ -7,8 +7,8 @@ threshold graphs it can be the dense graph (every allowed edge present at every 
 uniform weights of 1/n would fall under the larger thresholds and leave an empty graph, not a
 structureless one. Sentences of equal length give identical nulls, so the reducer runs once per length.
 
-Each attention analysis declares its own null beside its reducer, as ``on_uniform_attention(result,
-record, seed, graph)`` in its module (``verdicts.nulls.null_result`` finds it by the analysis' name).
+Each attention analysis declares its own null beside its reducer, as the ``on_uniform_attention(result, record,
+seed, graph)`` of its registered spec (``results.Analysis``; ``verdicts.nulls.null_result`` reads it there).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .base import ModelResult
+from ..results import ModelResult
 
 #: ``make(n, layers, heads, causal)`` -> ``[layer, head, n, n]``: a structureless input of one length
 MakeAttention = Callable[[int, int, int, bool], torch.Tensor]

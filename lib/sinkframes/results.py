@@ -11,8 +11,9 @@ A ``ModelResult`` holds what one analysis found for one model on one sentence se
 - ``from_cache``: whether the heavy pass came from the on-disk cache.
 
 ``result.tables(mode)`` returns the analysis' named tables under ``"faithful"`` (the official
-computation) or ``"corrected"``; each analysis module registers its table builder once with
-:func:`register_tables`.
+computation) or ``"corrected"``. Each analysis module registers itself once, as an :class:`Analysis` spec
+(:func:`register`): its name, entry point, tables and attention null. The verdict layer, the family pages and the
+tests read the registry (:func:`analyses`), not lists of names.
 
 :func:`each_model` runs one analysis over several models and isolates them: a model that fails
 (a missing package, an unsupported architecture, out of memory) is announced and recorded in
@@ -21,6 +22,7 @@ computation) or ``"corrected"``; each analysis module registers its table builde
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,17 +31,57 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..types import Mode, check_mode
+from .types import Mode, check_mode
 
 TableBuilder = Callable[["ModelResult", Mode], dict[str, pd.DataFrame]]
-_TABLES: dict[str, TableBuilder] = {}
+#: ``(result, record of the null, seed, graph) -> result``: the analysis recomputed on structureless attention of
+#: the result's shapes (``verdicts.structureless``), the null a model must differ from
+NullBuilder = Callable[["ModelResult", dict[str, Any], int, str], "ModelResult"]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One analysis, registered once by its module (:func:`register`): its name (``ModelResult.analysis`` of its
+    results, and the module's name for a chapter's analysis); the module that declares it and its measures; its
+    entry point; the tables a page shows; and how it reruns on structureless attention for its null (``None``: it
+    has no attention null)."""
+
+    name: str
+    module: str
+    analyse: Callable[..., Any] | None = None
+    tables: TableBuilder | None = None
+    on_uniform_attention: NullBuilder | None = None
+
+
+_ANALYSES: dict[str, Analysis] = {}
+
+
+def register(spec: Analysis) -> Analysis:
+    """Record ``spec`` under its name (its module calls this once, at import)."""
+    _ANALYSES[spec.name] = spec
+    return spec
+
+
+def analyses() -> dict[str, Analysis]:
+    """Every registered analysis, the package's analysis modules loaded (``sinkframes.analyses.load_all``)."""
+    importlib.import_module("sinkframes.analyses").load_all()
+    return dict(_ANALYSES)
+
+
+def spec_of(name: str) -> Analysis:
+    """The registered analysis ``name``; a clear error for a name no module registers."""
+    found = _ANALYSES.get(name) or analyses().get(name)
+    if found is None:
+        raise ValueError(f"no analysis {name!r} is registered (known: {', '.join(sorted(_ANALYSES))})")
+    return found
 
 
 def register_tables(analysis: str) -> Callable[[TableBuilder], TableBuilder]:
-    """Decorator: ``builder(result, mode) -> {name: table}`` becomes ``ModelResult.tables`` for ``analysis``."""
+    """Decorator for the table builder of ``analysis`` (``ModelResult.tables``), for results made outside a
+    registered analysis (tests, a reader's own): it registers a spec with those tables only."""
 
     def deco(builder: TableBuilder) -> TableBuilder:
-        _TABLES[analysis] = builder
+        register(Analysis(analysis, builder.__module__, tables=builder))
         return builder
 
     return deco
@@ -78,9 +120,10 @@ class ModelResult:
     def tables(self, mode: Mode = "corrected") -> dict[str, pd.DataFrame]:
         """The analysis' named tables under ``mode`` (``"faithful"`` or ``"corrected"``)."""
         mode = check_mode(mode)
-        if self.analysis not in _TABLES:
+        spec = _ANALYSES.get(self.analysis)
+        if spec is None or spec.tables is None:
             raise ValueError(f"no tables registered for analysis {self.analysis!r}")
-        return _TABLES[self.analysis](self, mode)
+        return spec.tables(self, mode)
 
 
 #: where a result keeps the same analysis of its model's random-initialized twin (``data[TWIN]``)
@@ -139,7 +182,7 @@ def with_twin(result: ModelResult, run: Callable[[str], ModelResult]) -> ModelRe
     shape or a middle peak that the architecture gives before any training shows up in the twin too. A
     result that is itself a twin gets none. A twin that fails (out of memory, say) is announced and leaves
     ``result`` as it was, without the twin: its verdicts then list that null as not run."""
-    from ..models.loading import RANDOM_PREFIX
+    from .models.loading import RANDOM_PREFIX
 
     if result.ref.startswith(RANDOM_PREFIX):
         return result
@@ -184,7 +227,7 @@ class AllModelsFailedError(RuntimeError):
 def announce(failure: ModelFailure) -> None:
     """Say that a model failed where the reader looks: as a marked output in a notebook (the batch
     build finds it by ``FAILED_MODELS_KEY``), as a warning elsewhere."""
-    from ..notebook import kernel_shell
+    from .notebook import kernel_shell
 
     if kernel_shell() is not None:
         from IPython.display import Markdown, display
