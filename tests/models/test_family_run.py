@@ -40,7 +40,8 @@ def test_a_family_page_leaves_the_hook_analyses_out_for_mpnet_and_says_so(texts)
     fr = family.run("encoders", ["tiny:bert", "tiny:mpnet"], texts[:3], RunOptions(progress=False), n_output=2,
                     n_fisher=0)
     assert [r.ref for r in fr.results["topology"]] == ["tiny:bert", "tiny:mpnet"]
-    assert [r.ref for r in fr.results["values"]] == ["tiny:bert"] and not fr.results["values"].failures
+    values = fr.results["geometry_values"]
+    assert [r.ref for r in values] == ["tiny:bert"] and not values.failures
     assert fr.not_run == [
         "`tiny:mpnet`: no value-space analysis (the attention hook does not support mpnet's attention)",
         "`tiny:mpnet`: no output-level check (the attention hook does not support mpnet's attention)"]

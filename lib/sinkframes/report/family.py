@@ -128,7 +128,8 @@ def run(key: str, models: list[str], texts: list[str], opts: RunOptions, *, n_ou
     out.not_run = [f"`{m}`: no value-space analysis (the attention hook does not support "
                    f"{records[m]['architecture']}'s attention)" for m in models if m not in hookable]
     out.not_run += information.output_unavailable(out.results["information"])
-    out.results["geometry_values"] = geometry_values.analyse(hookable, texts, opts, seed=seed) if hookable else Results()
+    out.results["geometry_values"] = (geometry_values.analyse(hookable, texts, opts, seed=seed) if hookable
+                                      else Results())
     if fam.published_sink_heads:  # the per-head first-token shares its published check counts, and the frame
         out.results["frames"] = frames.analyse(models, texts, opts, seed=seed)
     return out
