@@ -76,17 +76,6 @@ def spec_of(name: str) -> Analysis:
     return found
 
 
-def register_tables(analysis: str) -> Callable[[TableBuilder], TableBuilder]:
-    """Decorator for the table builder of ``analysis`` (``ModelResult.tables``), for results made outside a
-    registered analysis (tests, a reader's own): it registers a spec with those tables only."""
-
-    def deco(builder: TableBuilder) -> TableBuilder:
-        register(Analysis(analysis, builder.__module__, tables=builder))
-        return builder
-
-    return deco
-
-
 @dataclass
 class ModelResult:
     """What one analysis found for one model on one sentence set (see the module docstring)."""
@@ -120,9 +109,9 @@ class ModelResult:
     def tables(self, mode: Mode = "corrected") -> dict[str, pd.DataFrame]:
         """The analysis' named tables under ``mode`` (``"faithful"`` or ``"corrected"``)."""
         mode = check_mode(mode)
-        spec = _ANALYSES.get(self.analysis)
-        if spec is None or spec.tables is None:
-            raise ValueError(f"no tables registered for analysis {self.analysis!r}")
+        spec = spec_of(self.analysis)
+        if spec.tables is None:
+            raise ValueError(f"analysis {self.analysis!r} registers no tables")
         return spec.tables(self, mode)
 
 

@@ -66,11 +66,6 @@ def registered() -> dict[str, Measure]:
     return MEASURES
 
 
-def measures_of(analysis: str) -> dict[str, Measure]:
-    """The measures ``analysis`` declares, by name."""
-    return {k: m for k, m in registered().items() if m.analysis == analysis}
-
-
 def measure(name: str, analysis: str, null: str = "attention", extra_nulls: tuple[str, ...] = ()
             ) -> Callable[[MeasureFn], MeasureFn]:
     def deco(fn: MeasureFn) -> MeasureFn:
