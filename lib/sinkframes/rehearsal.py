@@ -4,7 +4,7 @@
 ``n_fisher``) at ``N`` for a build or a page run: the profile's other parameters (models, dtype, batch
 size, data set) stay as the manifest gives them, the pages keep the profile's name, and their provenance
 line says that the counts were capped. It exists to execute the ``paper`` and ``colab`` profiles end to
-end in minutes (against the stand-in hub, ``sinkframes.models.standin_hub``); a build that shows numbers
+end in minutes (against the stand-in hub, ``sinkframes_build.standin_hub``); a build that shows numbers
 leaves it unset.
 """
 

@@ -15,7 +15,7 @@ from tests.conftest import ROOT
 @pytest.fixture(scope="session")
 def built_html(tmp_path_factory) -> Path:
     """``jupyter-book build`` of the committed pages (as ``build_html`` runs it) into a scratch folder."""
-    from sinkframes.book.assets import ensure_mathjax
+    from sinkframes_build.assets import ensure_mathjax
 
     ensure_mathjax(ROOT)  # what build_html does first: MathJax into _assets/ (npm, once)
     out = tmp_path_factory.mktemp("book")

@@ -6,8 +6,8 @@ import nbformat
 import pytest
 
 from sinkframes import manifest
-from sinkframes.book.alt_text import alt_text, set_alt_texts
 from sinkframes.figures import frames
+from sinkframes_build.alt_text import alt_text, set_alt_texts
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")

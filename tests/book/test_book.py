@@ -12,7 +12,8 @@ import nbformat
 import pytest
 
 from sinkframes import manifest
-from sinkframes.book import batch, compare, execute, page_checks, pages, params
+from sinkframes.book import params
+from sinkframes_build import batch, compare, execute, page_checks, pages
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
@@ -280,7 +281,7 @@ def smoke_dir(tmp_path_factory):
 def test_smoke_run_of_every_template(page, smoke_dir):
     out = execute.run_page(page, "smoke", ROOT, smoke_dir)
     assert out.exists() and execute.has_error_output(out) == []
-    # the result box, a caption under every figure, no raw Python values (book.page_checks)
+    # the result box, a caption under every figure, no raw Python values (sinkframes_build.page_checks)
     assert page_checks.page_problems(nbformat.read(out, as_version=4), section=not page.run_last) == []
     assert not list(smoke_dir.glob(".*.running.ipynb"))
     # the section pages save their verdicts beside their copies; a family page that ran a model saves its own

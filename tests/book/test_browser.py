@@ -1,4 +1,4 @@
-"""The built book in headless Chromium with every other host blocked (sinkframes.book.browser).
+"""The built book in headless Chromium with every other host blocked (sinkframes_build.browser).
 
 Every page must load its images, resolve its local links and anchors, log no console error, render
 every formula (no raw TeX), keep tables and figures within the text column, and show no error
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sinkframes.book import browser
 from sinkframes.report.page_verdicts import BOX_TITLE
+from sinkframes_build import browser
 from tests.conftest import ROOT
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"

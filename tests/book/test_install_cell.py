@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from sinkframes import manifest
-from sinkframes.book import install
+from sinkframes_build import install
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")
@@ -26,7 +26,7 @@ def _install_cell(path) -> str:
 @pytest.mark.parametrize("page", M.pages, ids=lambda p: p.id)
 def test_templates_install_the_configured_repository(page):
     assert _install_cell(ROOT / page.template) == install.install_cell_source(URL, BRANCH), (
-        "the install cell does not follow _config.yml: run `python -m sinkframes toc --write`"
+        "the install cell does not follow _config.yml: run `python -m sinkframes_build toc --write`"
     )
 
 

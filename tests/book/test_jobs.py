@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sinkframes import manifest
-from sinkframes.book import batch, compare
+from sinkframes_build import batch, compare
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")

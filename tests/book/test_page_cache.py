@@ -1,4 +1,5 @@
-"""``build(reuse=True)`` copies a page whose inputs are unchanged instead of executing it (``book.page_cache``)."""
+"""``build(reuse=True)`` copies a page whose inputs are unchanged instead of executing it
+(``sinkframes_build.page_cache``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sinkframes import manifest
-from sinkframes.book import batch, execute, page_cache
+from sinkframes_build import batch, execute, page_cache
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")

@@ -1,4 +1,5 @@
-"""The reader-facing checks of executed pages (``book.page_checks``), each shown to fail on a broken copy."""
+"""The reader-facing checks of executed pages (``sinkframes_build.page_checks``), each shown to fail on a
+broken copy."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import nbformat
 import pytest
 
 from sinkframes import manifest
-from sinkframes.book import page_checks
 from sinkframes.book.figure_caption import caption_markdown, chapter_label
 from sinkframes.report import takeaways
+from sinkframes_build import page_checks
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from sinkframes import manifest
-from sinkframes.book import execute
+from sinkframes_build import execute
 from tests.conftest import ROOT
 
 M = manifest.load_manifest(ROOT / "notebooks" / "manifest.yml")

@@ -6,8 +6,8 @@ import pytest
 
 from sinkframes import manifest
 from sinkframes.book import page
-from sinkframes.book.plan import template_defaults_text
 from sinkframes.report.provenance import provenance
+from sinkframes_build.plan import template_defaults_text
 
 M = manifest.load_manifest()
 
@@ -71,7 +71,7 @@ def test_the_packaged_manifest_is_the_checkouts_and_serves_an_installed_copy(tmp
     from tests.conftest import ROOT
 
     assert manifest.PACKAGED_MANIFEST.read_text() == (ROOT / "notebooks" / "manifest.yml").read_text(), (
-        "run `python -m sinkframes toc --write`")
+        "run `python -m sinkframes_build toc --write`")
     monkeypatch.setenv("SINKFRAMES_ROOT", str(tmp_path))  # no checkout: as on Colab
     monkeypatch.chdir(tmp_path)
     params = {k: v for k, v in M.page("reference_frames").params_for("offline").items() if k != "profile"}
@@ -86,7 +86,7 @@ def test_an_edit_of_a_parameter_the_manifest_entry_does_not_list_is_custom():
     from tests.conftest import ROOT
 
     assert manifest.PACKAGED_DEFAULTS.read_text() == template_defaults_text(M), (
-        "run `python -m sinkframes toc --write`")
+        "run `python -m sinkframes_build toc --write`")
     entry = M.page("reference_frames").params_for("offline")
     defaults = manifest.packaged_defaults()["reference_frames"]
     received = {**defaults, **{k: v for k, v in entry.items() if k != "profile"}}

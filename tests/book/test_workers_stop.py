@@ -15,7 +15,7 @@ from tests.conftest import ROOT
 
 SCRIPT = """
 import os, sys, time
-from sinkframes.book import executors
+from sinkframes_build import executors
 
 def work(path):
     with open(path, "w") as fh:

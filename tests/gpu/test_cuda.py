@@ -8,9 +8,9 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from sinkframes.book.execute import failed_models, has_error_output
 from sinkframes.manifest import load_manifest
 from sinkframes.types import RunOptions
+from sinkframes_build.execute import failed_models, has_error_output
 from tests.device_compare import TOLERANCE, differences, verdict_differences
 from tests.models.test_device_trap_runs import RUNS
 from tests.rehearsal.conftest import run_build

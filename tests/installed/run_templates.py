@@ -18,12 +18,18 @@ from pathlib import Path
 import nbformat
 import papermill as pm
 
-from sinkframes.book.execute import failed_models, has_error_output
 from sinkframes.manifest import PACKAGED_MANIFEST, load_manifest
 from sinkframes.verdicts.store import ENV as VERDICTS_ENV
 
-PROBE = "import json, sys, sinkframes, transformers\nprint(json.dumps({'python': sys.executable, " \
-        "'sinkframes': sinkframes.__file__, 'transformers': transformers.__version__}))"
+# the build package is not installed (the wheel holds the science and the page API): this runner reads executed
+# pages with its helpers from the checkout's lib/, put last on the path so that the installed sinkframes is the one
+# imported
+sys.path.append(str(Path(__file__).resolve().parents[2] / "lib"))
+from sinkframes_build.execute import failed_models, has_error_output  # noqa: E402
+
+PROBE = ("import importlib.util, json, sys, sinkframes, transformers\nprint(json.dumps({'python': sys.executable, "
+         "'sinkframes': sinkframes.__file__, 'transformers': transformers.__version__, "
+         "'build_installed': importlib.util.find_spec('sinkframes_build') is not None}))")
 
 
 def kernel_facts(work: Path) -> dict[str, str]:
@@ -53,6 +59,9 @@ def main() -> int:
     problems = []
     if not Path(facts["sinkframes"]).resolve().is_relative_to(venv):
         problems.append(f"the kernel imports sinkframes from {facts['sinkframes']}, not from {venv}")
+    if facts["build_installed"]:
+        problems.append("the installed package holds the build (sinkframes_build): pyproject.toml's package list "
+                        "must leave it out")
     if facts["transformers"] != floor["transformers"]:
         problems.append(f"the kernel has transformers {facts['transformers']}, not the floor {floor['transformers']}")
     m = load_manifest(PACKAGED_MANIFEST)  # what an installed copy knows; the checkout's copy is tested equal

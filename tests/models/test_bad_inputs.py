@@ -92,7 +92,7 @@ def test_one_token_texts_on_a_decoder_without_bos_give_valid_json(capsys, monkey
     import pandas as pd
 
     from sinkframes import corpus
-    from sinkframes.book.cli import main
+    from sinkframes.cli import main
 
     # tiny:qwen2 adds no BOS: a one-token text leaves no query another key to weigh
     monkeypatch.setattr(corpus, "sample_sentences", lambda *a, **k: pd.DataFrame({"text": ["The"] * 3}))
@@ -128,7 +128,7 @@ def test_bad_page_parameters_are_refused_before_any_model_loads(params, fragment
 
 def test_a_build_with_bad_parameters_runs_no_page(tmp_path, capsys):
     from sinkframes import manifest
-    from sinkframes.book import batch
+    from sinkframes_build import batch
 
     m = manifest.load_manifest()
     bad = manifest.Page(**{**m.pages[0].__dict__, "parameters": {p: {"n_sentences": 6.5} for p in manifest.PROFILES}})
@@ -148,7 +148,7 @@ def test_a_page_whose_kernel_does_not_start_is_started_again_once(tmp_path, monk
     import papermill
 
     from sinkframes import manifest
-    from sinkframes.book import execute
+    from sinkframes_build import execute
 
     m = manifest.load_manifest()
     page = m.pages[0]
@@ -185,7 +185,7 @@ def test_devices_that_do_not_exist_are_clear_errors(device, fragment):
 
 
 def test_csv_without_the_paper_dataset_is_an_error(capsys):
-    from sinkframes.book.cli import main
+    from sinkframes.cli import main
 
     assert main(["sinks", "tiny:llama", "--n", "2", "--csv", "some.csv"]) == 2
     assert "--dataset paper" in capsys.readouterr().err
@@ -194,7 +194,7 @@ def test_csv_without_the_paper_dataset_is_an_error(capsys):
 def test_stale_leftovers_of_a_killed_build_are_removed(tmp_path, monkeypatch):
     import os
 
-    from sinkframes.book import batch
+    from sinkframes_build import batch
 
     monkeypatch.setenv("SINKFRAMES_MODELS", str(tmp_path / "models"))
     book = tmp_path / "book"
@@ -368,7 +368,7 @@ def test_a_bos_comparison_model_outside_the_pages_models_is_refused_when_the_pag
 def test_the_ray_executor_without_ray_is_refused_before_anything_runs(monkeypatch, tmp_path):
     import importlib.util
 
-    from sinkframes.book import batch
+    from sinkframes_build import batch
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
@@ -390,7 +390,7 @@ def test_a_revision_for_a_model_without_revisions_is_refused(ref, tmp_path):
 
 
 def test_the_cli_reports_non_finite_attention_in_one_sentence(capsys):
-    from sinkframes.book.cli import main
+    from sinkframes.cli import main
 
     _poison_layer("tiny:llama", 0)
     try:

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from sinkframes import extraction as extract
-from sinkframes.book.cli import main
+from sinkframes.cli import main
 from sinkframes.extraction import batching
+from sinkframes_build.cli import main as build_main
 
 
 def test_models_lists_every_ref(capsys):
@@ -84,5 +85,16 @@ def test_toc_write_that_cannot_write_is_a_clear_error(tmp_path, monkeypatch, cap
     shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
     (tmp_path / "_toc.yml").mkdir()  # unwritable as a file, whoever runs the test
     monkeypatch.setenv("SINKFRAMES_ROOT", str(tmp_path))
-    assert main(["toc", "--write"]) == 2
+    assert build_main(["toc", "--write"]) == 2
     assert "cannot write the table of contents or a template" in capsys.readouterr().err
+
+
+def test_the_installed_command_line_points_to_the_clone_for_the_build(capsys):
+    # the installed package holds no build: its command line says where the build is instead of an unknown command
+    for command in ("build", "toc", "standin-hub"):
+        assert main([command, "--profile", "offline"]) == 2
+        err = capsys.readouterr().err
+        assert f"python -m sinkframes_build {command}" in err and "clone" in err
+    # the build's command line has the library's commands as well
+    assert build_main(["models", "--json"]) == 0
+    assert "minilm" in capsys.readouterr().out

@@ -64,8 +64,8 @@ def edited_template(work: Path, commit: str) -> Path:
     import nbformat
 
     sys.path.insert(0, str(ROOT / "lib"))
-    from sinkframes.book.install import set_install_cell
     from sinkframes.book.params import _literal
+    from sinkframes_build.install import set_install_cell
 
     nb = nbformat.read(ROOT / TEMPLATE, as_version=4)
     set_install_cell(nb, f"file://{ROOT}", commit)
@@ -85,7 +85,8 @@ EDITS_CSV = "https://raw.githubusercontent.com/ValeRuscio/What-are-you-sinking-/
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--hf-home", type=Path, required=True, help="the stand-in hub (python -m sinkframes standin-hub)")
+    ap.add_argument("--hf-home", type=Path, required=True,
+                    help="the stand-in hub (python -m sinkframes_build standin-hub)")
     ap.add_argument("--cache", type=Path, required=True, help="SINKFRAMES_CACHE holding the paper CSV's download")
     args = ap.parse_args()
     work = args.work.resolve()

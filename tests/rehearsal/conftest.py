@@ -34,7 +34,7 @@ def _env(**values: str) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def standin_home(tmp_path_factory) -> Path:
     """``HF_HOME`` of a stand-in hub holding every model of the paper and colab profiles (two layers each)."""
-    from sinkframes.models.standin_hub import write_standin_hub
+    from sinkframes_build.standin_hub import write_standin_hub
 
     home = tmp_path_factory.mktemp("standin-hf")
     write_standin_hub(home, layers=2)
@@ -59,8 +59,8 @@ def rehearsal_env(home: Path, cache: Path) -> dict[str, str]:
 
 
 def run_build(profile: str, home: Path, work: Path, jobs: int = 2) -> subprocess.CompletedProcess[str]:
-    """``python -m sinkframes build --profile <profile>`` into ``work/pages`` against the stand-in hub."""
+    """``python -m sinkframes_build build --profile <profile>`` into ``work/pages`` against the stand-in hub."""
     env = rehearsal_env(home, work / "cache")
-    cmd = [sys.executable, "-m", "sinkframes", "build", "--profile", profile, "--out", str(work / "pages"),
+    cmd = [sys.executable, "-m", "sinkframes_build", "build", "--profile", profile, "--out", str(work / "pages"),
            "--no-html", "--jobs", str(jobs)]
     return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from sinkframes.models.errors import hub_access_problem
-from sinkframes.models.standin_hub import STANDINS
+from sinkframes_build.standin_hub import STANDINS
 from tests.conftest import ROOT
 
 

@@ -1,4 +1,4 @@
-"""The paper and colab profiles, rehearsed end to end: ``python -m sinkframes build --profile <p>`` against the
+"""The paper and colab profiles, rehearsed end to end: ``python -m sinkframes_build build --profile <p>`` against the
 stand-in hub (two layers per model, ``HF_HUB_OFFLINE=1``) with three sentences per page
 (``SINKFRAMES_MAX_SENTENCES``), every page executed on the CPU into a scratch folder. Any page error fails.
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from sinkframes.book.execute import failed_models, has_error_output
 from sinkframes.manifest import load_manifest
+from sinkframes_build.execute import failed_models, has_error_output
 
 from .conftest import REHEARSAL_SENTENCES, run_build
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sinkframes.models.standin_hub import KEPT_VOCAB, STANDINS, profile_models, shrunk_heads
+from sinkframes_build.standin_hub import KEPT_VOCAB, STANDINS, profile_models, shrunk_heads
 from tests.conftest import ROOT
 
 

@@ -115,7 +115,8 @@ def test_result_keys_are_spelled_by_their_producers_alone():
 
 #: the library's layers, lowest first: a package or top-level module imports only from lower layers (and itself).
 #: ``results`` (the result type and the analysis registry) sits under the verdict layer, which the analyses plug
-#: into; the build machinery (``book``) is on top, and nothing below it reaches back up.
+#: into; the page API the templates import (``book``) and the command line are on top, and nothing below them reaches
+#: back up. The build (``lib/sinkframes_build``) is a package of its own above all of them.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("_version", "types", "config", "files", "stats", "tensors", "threads", "notebook", "rehearsal", "paper"),
     ("manifest", "corpus"),
@@ -129,6 +130,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("figures",),
     ("book",),
+    ("cli",),
     ("__main__", "__init__"),
 )
 LAYER_OF = {unit: k for k, units in enumerate(LAYERS) for unit in units}
@@ -196,3 +198,28 @@ def test_the_registry_holds_every_analysis_module_that_makes_results():
         has_null = re.search(r"^def on_uniform_attention\b", SOURCES[module.replace(".", "/") + ".py"], re.MULTILINE)
         own_module = module == f"analyses.{name}"  # a second analysis of a module (rmt_series) has no null of its own
         assert (spec.on_uniform_attention is not None) == bool(has_null and own_module), name
+
+
+def test_the_library_never_imports_the_build():
+    """The installed package holds no ``sinkframes_build``, so no module of ``sinkframes`` may import it."""
+    def names(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        return [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+
+    found = [name for name, src in SOURCES.items() for node in ast.walk(ast.parse(src))
+             if any(n.split(".")[0] == "sinkframes_build" for n in names(node))]
+    assert not found, f"modules of the library that import the build: {found}"
+
+
+def test_the_installed_package_leaves_the_build_out():
+    """pyproject.toml's package list takes every package of ``sinkframes`` and none of ``sinkframes_build``."""
+    import tomllib
+    from setuptools import find_packages
+
+    root = LIB.parents[1]
+    found = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = set(find_packages(where=str(root / found["where"][0]), include=found["include"]))
+    ours = {p.parent.relative_to(LIB.parent).as_posix().replace("/", ".") for p in LIB.rglob("__init__.py")}
+    assert packages == ours
+    assert (LIB.parent / "sinkframes_build" / "__init__.py").is_file()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sinkframes.book import assets
+from sinkframes_build import assets
 
 
 def _tarball(path: Path, names: dict[str, bytes]) -> Path:

@@ -118,7 +118,7 @@ def test_the_build_folds_the_analysis_sections_of_a_pipeline_check(tmp_path):
     import nbformat
 
     from sinkframes import manifest
-    from sinkframes.book.execute import PIPELINE_SECTION_TAG, fold_cells
+    from sinkframes_build.execute import PIPELINE_SECTION_TAG, fold_cells
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# I. Phi-2"), nbformat.v4.new_markdown_cell("## Topology"),

@@ -90,8 +90,8 @@ def test_two_callers_at_once_convert_once(tmp_path, monkeypatch):
 
 
 def test_the_build_converts_first_only_the_gguf_models_its_pages_name_and_lack(tmp_path, monkeypatch):
-    from sinkframes.book import plan
     from sinkframes.manifest import Page
+    from sinkframes_build import plan
 
     monkeypatch.setenv("SINKFRAMES_MODELS", str(tmp_path / "models"))
     pages = [
@@ -105,7 +105,7 @@ def test_the_build_converts_first_only_the_gguf_models_its_pages_name_and_lack(t
 
 
 def test_a_failed_conversion_is_reported_not_raised(monkeypatch):
-    from sinkframes.book import executors
+    from sinkframes_build import executors
 
     def broken(om):
         raise conversion.ModelLoadError("reading 'gemma3' needs the gguf package")

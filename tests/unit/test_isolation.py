@@ -5,7 +5,6 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from sinkframes.book.execute import failed_models
 from sinkframes.report import model_notes
 from sinkframes.results import (
     FAILED_MODELS_KEY,
@@ -15,6 +14,7 @@ from sinkframes.results import (
     Results,
     each_model,
 )
+from sinkframes_build.execute import failed_models
 
 RECORD = {"ref": "", "architecture": "llama", "family": "llama", "n_layers": 2, "n_heads": 2, "n_kv_heads": 1,
           "position_encoding": "RoPE", "quantization": "none", "adds_bos": True, "position0_token": "<s>"}

@@ -45,5 +45,5 @@ def test_a_familys_claim_links_its_deciding_page_and_its_appendix():
 
 
 def test_the_committed_page_is_current():
-    # `python -m sinkframes toc --write` writes it; a registry change without it fails here
+    # `python -m sinkframes_build toc --write` writes it; a registry change without it fails here
     assert (ROOT / rm.PAGE).read_text() == rm.page_markdown()

@@ -1,4 +1,5 @@
-"""Attention stored once per build and read by the pages (``extraction.shared``, ``book.plan``, ``book.executors``)."""
+"""Attention stored once per build and read by the pages (``extraction.shared``, ``sinkframes_build.plan``,
+``sinkframes_build.executors``)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import pytest
 import torch
 
 from sinkframes import corpus
-from sinkframes.book import executors, plan
 from sinkframes.extraction import batching, shared
 from sinkframes.extraction.attention import iterate_samples
 from sinkframes.manifest import Page, load_manifest
 from sinkframes.types import RunOptions
+from sinkframes_build import executors, plan
 
 
 def test_causal_attention_is_stored_as_its_lower_triangle_and_comes_back_exactly():

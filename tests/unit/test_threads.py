@@ -62,7 +62,7 @@ def test_a_page_worker_gives_its_kernels_its_share_of_the_cores(monkeypatch, pre
     page that never calls configure() still gets the worker's share, not a pool as large as the machine."""
     import multiprocessing as mp
 
-    from sinkframes.book.executors import _worker_init
+    from sinkframes_build.executors import _worker_init
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     if preset is None:

@@ -1,11 +1,11 @@
-"""The build stops a page whose kernel makes no progress, and never one that is working (book.watchdog)."""
+"""The build stops a page whose kernel makes no progress, and never one that is working (sinkframes_build.watchdog)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from sinkframes.book import watchdog
+from sinkframes_build import watchdog
 
 
 def test_a_child_that_waits_on_nothing_is_stopped():

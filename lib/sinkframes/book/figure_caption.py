@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-#: how a caption block starts, in Markdown (the checks in ``book.page_checks`` look for it)
+#: how a caption block starts, in Markdown (the checks in ``sinkframes_build.page_checks`` look for it)
 CAPTION_PREFIX = "**Figure "
 #: the page's figure count, per page id (one kernel runs one page)
 _COUNTS: dict[str, int] = {}
@@ -85,7 +85,7 @@ def show(fig: Any, caption: str, takeaway: str = "", page_id: str | None = None)
 
     text = caption_markdown(next_number(page_id), caption, takeaway)
     overlaps = overlapping_labels(fig)
-    if overlaps:  # said under the figure, where the page checks (book.page_checks) find it
+    if overlaps:  # said under the figure, where the page checks (sinkframes_build.page_checks) find it
         text += f" {OVERLAP_NOTE} {'; '.join(overlaps[:3])}."
     display(fig)
     plt.close(fig)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +43,21 @@ def _assignments(source: str) -> dict[str, tuple[str, Any]]:
     return out
 
 
+@cache
+def template_parameters(template: Path) -> dict[str, Any]:
+    """The values of a template's ``parameters`` cell (empty when the file or the cell is missing), read once."""
+    import nbformat
+
+    if not template.is_file():
+        return {}
+    nb = nbformat.read(template, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    return {k: v for c in cells for k, (_, v) in _assignments(c.source).items()}
+
+
 def unknown_parameters(params: dict[str, Any], template: Path) -> list[str]:
     """A problem per parameter name the template does not declare. papermill writes each name into the page as
     code, so a name is accepted only when it is one of the template's own (never an expression)."""
-    from .plan import template_parameters  # the template's parameters cell, read once
-
     known = set(template_parameters(Path(template))) | {"profile"}  # the manifest adds the profile name itself
     return [f"unknown parameter {name!r} (not a name the template {Path(template).name} declares; parameters are "
             f"written into the page as code, so only these are accepted: {', '.join(sorted(known))})"

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from ..paper.central import CENTRAL
+from ..paper.central import CENTRAL_IDS
 from ..report.answer_grid import FAMILY_NAMES, SHORT, Cell
 from ..report.inference import MIXED
 from .style import COLUMN_IN, _style, finish
@@ -36,7 +36,7 @@ def verdict_grid(cells: dict[tuple[str, str], Cell]) -> Figure | None:
     if not cells:
         return None
     _style()
-    claims = [cid for _, ids in CENTRAL for cid in ids if any(c == cid for c, _ in cells)]
+    claims = [cid for cid in CENTRAL_IDS if any(c == cid for c, _ in cells)]
     families = [f for f in FAMILY_NAMES if any(fam == f for _, fam in cells)]
     families += sorted({fam for _, fam in cells} - set(families))
     fig, ax = plt.subplots(figsize=(COLUMN_IN, 0.34 * len(claims) + 1.6), layout="constrained")

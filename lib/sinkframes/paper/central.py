@@ -31,3 +31,5 @@ CENTRAL: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("The sink follows position 0 of the rotary code (Sec. 3.3-3.4)", ("3.4.rope_origin",)),
     ("... or the first physical token (arXiv 2509.21042)", ("later.first_physical",)),
 )
+#: every central claim's id, in the box's order (the claims of :data:`CENTRAL`, line after line)
+CENTRAL_IDS: tuple[str, ...] = tuple(cid for _, ids in CENTRAL for cid in ids)

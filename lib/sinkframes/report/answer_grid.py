@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..paper import CLAIMS_BY_ID
-from ..paper.central import CENTRAL
+from ..paper.central import CENTRAL_IDS
 from ..verdicts import NOT_EVALUATED, SUPPORTED, PageVerdicts, Verdict
 from .inference import MIXED, group_status, span_text
 
@@ -60,7 +60,7 @@ def _value(vs: list[Verdict]) -> str:
 
 def grid(saved: dict[str, PageVerdicts]) -> dict[tuple[str, str], Cell]:
     """``(claim, family) -> Cell`` for the central claims, from the *holds?* verdicts of ``saved``."""
-    central = [cid for _, ids in CENTRAL for cid in ids]
+    central = list(CENTRAL_IDS)
     by: dict[tuple[str, str], list[Verdict]] = {}
     for pv in saved.values():
         for v in pv.verdicts:
@@ -78,7 +78,7 @@ def grid(saved: dict[str, PageVerdicts]) -> dict[tuple[str, str], Cell]:
 def table(cells: dict[tuple[str, str], Cell]) -> pd.DataFrame:
     """The grid as a table: one row per central claim that some family was tested on, the value the paper prints,
     then one column per family."""
-    claims = [cid for _, ids in CENTRAL for cid in ids if any(c == cid for c, _ in cells)]
+    claims = [cid for cid in CENTRAL_IDS if any(c == cid for c, _ in cells)]
     families = [f for f in FAMILY_NAMES if any(fam == f for _, fam in cells)]
     families += sorted({fam for _, fam in cells} - set(families))
     rows = {}
@@ -97,7 +97,7 @@ def takeaway(cells: dict[tuple[str, str], Cell]) -> str:
     held = sum(c.status == SUPPORTED for c in cells.values())
     mixed = sum(c.status == MIXED for c in cells.values())
     refuted = sum(c.status == "not supported" for c in cells.values())
-    order = [cid for _, ids in CENTRAL for cid in ids]
+    order = list(CENTRAL_IDS)
     whole = [cid for cid in order if any(k == cid for k, _ in cells)
              and all(c.status == SUPPORTED for (k, _), c in cells.items() if k == cid)]
     named = ", ".join(SHORT.get(c, c) for c in whole) if whole else "none"

@@ -175,7 +175,7 @@ def header(fr: FamilyResults) -> str:
     if fr.pipeline_check and not fam.in_paper:
         return (f"**Pipeline check only.** No real {fam.name} model runs in this profile: {names} "
                 f"{'has' if len(fr.models) == 1 else 'have'} random weights with the family's architecture. The "
-                "analyses below ran end to end on it; no number is shown. `python -m sinkframes build --profile "
+                "analyses below ran end to end on it; no number is shown. `python -m sinkframes_build build --profile "
                 f"colab --pages {page_id(fam.key)}` runs a real {fam.name} model (network), or open this page on "
                 "Colab and set `models`.")
     if fr.pipeline_check:
@@ -183,7 +183,7 @@ def header(fr: FamilyResults) -> str:
                 f"{'has' if len(fr.models) == 1 else 'have'} random weights with the family's architecture. The "
                 "analyses below ran end to end on it, which tests the code path the paper's models take; no "
                 "number is shown and no claim is decided. The claims of appendix "
-                f"{fam.appendix} are *not evaluated* here: `python -m sinkframes build --profile paper --pages "
+                f"{fam.appendix} are *not evaluated* here: `python -m sinkframes_build build --profile paper --pages "
                 f"{page_id(fam.key)}` evaluates them on the paper's models (network and, for "
                 "the large ones, a GPU), or open this page on Colab and set `models`.")
     roles = _stand_ins(fr)
@@ -243,9 +243,9 @@ def not_run_box(fr: FamilyResults, profile: str) -> str:
         described = ", ".join(f"`{i}`" + (f" ({n / 1e9:.1f} B parameters, about {2 * n / 1e9:.1f} GB of weights in "
                                           "float16)" if n else "") for i, n in sizes)
         whose = "paper" if fam.in_paper else "paper profile"
-        lines += ["", f"The {whose}'s checkpoints: {described}. `python -m sinkframes build --profile paper --pages "
-                  f"{pid}` runs them (network access; a GPU with room for the weights and one batch, which the page "
-                  "measures before it loads a model). Their running time was not measured here."]
+        lines += ["", f"The {whose}'s checkpoints: {described}. `python -m sinkframes_build build --profile paper "
+                  f"--pages {pid}` runs them (network access; a GPU with room for the weights and one batch, which the "
+                  "page measures before it loads a model). Their running time was not measured here."]
     return "\n".join([*lines, ":::"])
 
 

@@ -2,7 +2,7 @@
 
 Written from the claims registry alone: every claim names where the paper states it (``Claim.where``: "App. G,
 Table 21") and the page that decides it (``Claim.page``); a family's claims are read again on its appendix page.
-``python -m sinkframes toc --write`` writes the page (``book/reproduction.md``) and a test keeps it current, so a
+``python -m sinkframes_build toc --write`` writes the page (``book/reproduction.md``) and a test keeps it current, so a
 claim added to the registry shows up here without an edit.
 """
 
@@ -81,7 +81,7 @@ def page_markdown() -> str:
     return "\n".join([
         "# Where each figure and table of the paper is remade",
         "",
-        "<!-- Generated from the claims registry by `python -m sinkframes toc --write`; do not edit. -->",
+        "<!-- Generated from the claims registry by `python -m sinkframes_build toc --write`; do not edit. -->",
         "",
         f"The paper's {n_items} figures and tables that state a claim this book tests ({n_claims} claims), each "
         "claim with the page that remakes it (its figures and, at its end, its verdict table: our estimate, the rule, "

@@ -64,7 +64,7 @@ def note_for(c: Claim, models: dict[str, dict], profile: str, ran: set[str]) -> 
             return ("not evaluated yet: chapter 9 decides it once every run of the natural-text grid is trained "
                     "(its progress is on the page; `lib/sinkframes/data/text_lm/README.md` says how to continue it)")
         return (f"not evaluated: no {c.subject} model in the `{profile}` profile; "
-                f"`python -m sinkframes build --profile paper --pages {c.page}` evaluates it")
+                f"`python -m sinkframes_build build --profile paper --pages {c.page}` evaluates it")
     if c.page not in ran:
         return f"not evaluated: page `{c.page}` has not saved verdicts under the `{profile}` profile"
     return ""
@@ -351,7 +351,7 @@ def not_run_markdown(saved: dict[str, PageVerdicts], profile: str, manifest: Man
         return f"Every model the `paper` profile names ran in the `{profile}` profile."
     n = sum(len(refs) for _, refs, _ in missing)
     lines = [f"**Not run** in the `{profile}` profile: {n} of the paper's models "
-             f"(`python -m sinkframes build --profile paper` runs them):", ""]
+             f"(`python -m sinkframes_build build --profile paper` runs them):", ""]
     for fam, refs, here in missing:
         names = ", ".join(f"`{r.rsplit('/', 1)[-1]}`" for r in refs)
         instead = (f"stand-in here: {', '.join(f'`{m}`' for m in here)}" if here

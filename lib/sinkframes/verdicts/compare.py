@@ -215,7 +215,7 @@ def needs(claim: Claim) -> str:
             found = [(m, m) for m in models if fam[m] == spec["family"] and size_of(m) is not None]
         if found and enough(claim, found):
             return (f"needs models {', '.join(m for _, m in found)} (run with --profile {profile}: "
-                    f"`python -m sinkframes build --profile {profile} --pages {claim.page}`)")
+                    f"`python -m sinkframes_build build --profile {profile} --pages {claim.page}`)")
     return "needs models no profile of this book runs on one page"
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
-from ..paper.central import CENTRAL
+from ..paper.central import CENTRAL_IDS
 from .verdict import INCONCLUSIVE, NOT_DIAGNOSTIC, NOT_SUPPORTED, SUPPORTED, Verdict
 
 #: the statuses that count as a decision, for comparing two draws
@@ -34,7 +34,7 @@ UNSTABLE_HALVES = "unstable between the two disjoint halves of the page's senten
 
 def headline_claims() -> set[str]:
     """The claims of the scorecard's "What this book finds" lines (``paper.central.CENTRAL``)."""
-    return {cid for _, ids in CENTRAL for cid in ids}
+    return set(CENTRAL_IDS)
 
 
 def headline_only(found: Sequence[Verdict]) -> list[Verdict]:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urldefrag, urlparse
 
-from ..report.page_verdicts import BOX_TITLE
+from sinkframes.report.page_verdicts import BOX_TITLE
 
 #: the window a reader has: a laptop screen
 WINDOW = (1280, 1000)
@@ -274,7 +274,7 @@ def answer_problems(driver: Any) -> list[str]:
     measured in a window of :data:`ANSWER_SCREEN` on the page the driver shows, the answer must be the page's first
     box, start right under the title (:data:`ANSWER_AFTER_TITLE_PX`) with no code toggle before it, and end inside
     the first screen. Its links are checked with the page's others (:func:`link_problems`)."""
-    from ..report.answer import ANSWER_TITLE
+    from sinkframes.report.answer import ANSWER_TITLE
 
     driver.set_window_size(*ANSWER_SCREEN)
     try:

@@ -26,8 +26,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..cache import atomic_write_bytes, digest_of
-from ..config import cache_root
+from sinkframes.cache import atomic_write_bytes, digest_of
+from sinkframes.config import cache_root
 
 #: bump when what a stored page holds changes (2: each file's sha256 is kept and checked)
 PAGE_CACHE_VERSION = 2
@@ -39,12 +39,17 @@ def _file_digest(path: Path) -> str:
 
 @functools.cache
 def library_digest() -> str:
-    """sha256 over the installed ``sinkframes`` package: every file's relative path and bytes (compiled
-    files left out), so any change to the code or its data makes a new key."""
-    package = Path(__file__).resolve().parents[1]
+    """sha256 over the ``sinkframes`` package and this build package: every file's relative path and bytes
+    (compiled files left out), so any change to the code or its data, or to how pages are executed and
+    post-processed, makes a new key."""
+    import sinkframes
+
+    packages = (Path(sinkframes.__file__).resolve().parent, Path(__file__).resolve().parent)
+    root = packages[0].parent
     h = hashlib.sha256()
-    for path in sorted(p for p in package.rglob("*") if p.is_file()):
-        rel = path.relative_to(package)
+    files = sorted(p for package in packages for p in package.rglob("*") if p.is_file())
+    for path in files:
+        rel = path.relative_to(root) if path.is_relative_to(root) else path
         if "__pycache__" in rel.parts or path.suffix in {".pyc", ".pyo"}:
             continue
         h.update(str(rel).encode())
@@ -56,7 +61,7 @@ def library_digest() -> str:
 
 def library_has_local_changes() -> bool:
     """Whether the library runs from a git checkout whose ``lib/`` differs from its commit."""
-    from ..report.provenance import library_commit
+    from sinkframes.report.provenance import library_commit
 
     return "+" in (library_commit() or "")
 

@@ -19,12 +19,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..config import CACHE_ENV
-from ..extraction.shared import ENV as SHARED_ENV
-from ..manifest import OPTIONAL_PROFILES, Manifest, Page, load_manifest, repo_root
+from sinkframes.book.params import parameter_problems, unknown_parameters
+from sinkframes.config import CACHE_ENV
+from sinkframes.extraction.shared import ENV as SHARED_ENV
+from sinkframes.manifest import OPTIONAL_PROFILES, Manifest, Page, load_manifest, repo_root
+
 from . import executors
 from .execute import restorable, run_one
-from .params import parameter_problems, unknown_parameters
 
 #: leftovers older than this are from a killed run, not from one still going
 STALE_AFTER_S = 3600.0
@@ -42,7 +43,7 @@ def remove_leftovers(root: Path, out: Path | None = None, stale_after_s: float =
     """Delete what killed runs leave behind: half-written pages (``.<page>.running.ipynb``) and their verdicts
     (``.<page>.verdicts.running/``), and
     half-converted GGUF work folders (``<models>/.<key>-*``) older than ``stale_after_s``."""
-    from ..config import models_root
+    from sinkframes.config import models_root
 
     now = time.time()
     folders = [out] if out else [root / "book", *(root / f for f in OPTIONAL_PROFILES.values())]
@@ -93,7 +94,7 @@ def build_lock(folder: Path) -> Iterator[None]:
 
 def build_html(root: Path) -> int:
     """``jupyter-book build . -W -n --keep-going`` (never executes notebooks; see _config.yml), with
-    MathJax served from the built site (fetched once, see ``book.assets``)."""
+    MathJax served from the built site (fetched once, see ``sinkframes_build.assets``)."""
     from .assets import ensure_mathjax
 
     ensure_mathjax(root)
@@ -178,8 +179,8 @@ INTRO_PROFILE = "offline"
 
 def _write_intro_answer(root: Path) -> None:
     """The answer in ``book/intro.md``, from the verdicts the pages just saved (``report.answer.write_intro``)."""
-    from ..report.answer import write_intro
-    from ..verdicts import load_all
+    from sinkframes.report.answer import write_intro
+    from sinkframes.verdicts import load_all
 
     book = root / "book"
     if write_intro(book / "intro.md", load_all(book / "verdicts", INTRO_PROFILE)):

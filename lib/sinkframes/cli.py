@@ -1,5 +1,7 @@
-"""Command line: ``python -m sinkframes {models,info,sinks,build,toc,train-emergence,train-controlled,
-    scout-text-lm,standin-hub}``.
+"""Command line of the installed library: ``python -m sinkframes {models,info,sinks,train-emergence,
+train-controlled,scout-text-lm}``. The book's build (``build``, ``toc``, ``standin-hub``) is not part of the
+installed package: it runs from a clone of the repository as ``python -m sinkframes_build``, which adds those
+commands to these.
 
 The interface is stable because other tools call it; ``sinks --json`` prints
 ``{"model", "n_sentences", "frame", "layers": [{"layer", "first_token_share", "last_token_share",
@@ -15,11 +17,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..manifest import ALL_PROFILES
+#: the build's commands (``sinkframes_build.cli``), named here only to point a reader to the repository
+BUILD_COMMANDS = ("build", "toc", "standin-hub")
+BUILD_ELSEWHERE = ("`{command}` builds the book and runs from a clone of the repository, not from the installed "
+                   "package: git clone the repository, then `make book` (or `python -m sinkframes_build {command} "
+                   "...` inside the clone)")
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    from ..models import known_refs
+    from .models import known_refs
 
     rows = known_refs()
     if args.verify:
@@ -36,8 +42,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 def _verify_offline(rows: list[dict[str, Any]]) -> int:
     """Check every installed offline model's files against the registry's pinned hashes; 1 if one fails."""
-    from ..models import OFFLINE_MODELS, ModelLoadError
-    from ..models.gguf import verify_package
+    from .models import OFFLINE_MODELS, ModelLoadError
+    from .models.gguf import verify_package
 
     failed = 0
     for r in rows:
@@ -52,7 +58,7 @@ def _verify_offline(rows: list[dict[str, Any]]) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from ..models import load
+    from .models import load
 
     lm = load(args.ref, dtype=args.dtype, device=args.device, revision=args.revision)
     print(lm.record.to_json())
@@ -60,8 +66,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_sinks(args: argparse.Namespace) -> int:
-    from .. import corpus, extraction
-    from ..analyses.frames import analyse_model, to_json
+    from . import corpus, extraction
+    from .analyses.frames import analyse_model, to_json
 
     if args.csv is not None and args.dataset != "paper":
         raise corpus.DatasetError("--csv is only read with --dataset paper; add --dataset paper or drop --csv")
@@ -92,55 +98,10 @@ def _cmd_sinks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_build(args: argparse.Namespace) -> int:
-    from .batch import build
-
-    return build(profile=args.profile, pages=args.pages, out_dir=args.out, html=not args.no_html, jobs=args.jobs,
-                 executor=args.executor, ray_address=args.ray_address, reuse=args.reuse)
-
-
-def _cmd_toc(args: argparse.Namespace) -> int:
-    from ..manifest import (
-        PACKAGED_DEFAULTS,
-        PACKAGED_MANIFEST,
-        load_manifest,
-        render_toc,
-        repo_root,
-    )
-    from .plan import template_defaults_text
-
-    m = load_manifest()
-    text = render_toc(m)
-    if args.write:
-        import nbformat
-
-        from .install import repository, set_install_cell
-
-        root = repo_root()
-        url, branch = repository(root)
-        try:
-            (root / "_toc.yml").write_text(text)
-            PACKAGED_MANIFEST.write_text((root / "notebooks" / "manifest.yml").read_text())
-            PACKAGED_DEFAULTS.write_text(template_defaults_text(m))
-            from ..report import reproduction_map
-
-            (root / reproduction_map.PAGE).write_text(reproduction_map.page_markdown())
-            for page in m.pages:  # the templates' install cells follow _config.yml's repository
-                nb = nbformat.read(root / page.template, as_version=4)
-                if set_install_cell(nb, url, branch):
-                    nbformat.write(nb, root / page.template)
-        except OSError as exc:
-            raise ValueError(f"cannot write the table of contents or a template ({exc}); make them writable "
-                             "(or run without --write to print the table of contents)") from exc
-    else:
-        print(text, end="")
-    return 0
-
-
 def _cmd_train_emergence(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..training import emergence as em
+    from .training import emergence as em
 
     out = Path(args.out) if args.out else em.CHECKPOINT_DIR
     text_dir = Path(args.text_dir) if args.text_dir else None
@@ -158,7 +119,7 @@ def _cmd_train_emergence(args: argparse.Namespace) -> int:
 def _cmd_train_controlled(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..training import controlled as grid
+    from .training import controlled as grid
 
     out = Path(args.out) if args.out else grid.CHECKPOINT_DIR
     if args.check:
@@ -176,9 +137,9 @@ def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from ..config import cache_root
-    from ..training import emergence as em
-    from ..training import kernel_docs, text_lm
+    from .config import cache_root
+    from .training import emergence as em
+    from .training import kernel_docs, text_lm
 
     logs = {text_lm.SCOUT_LOG: text_lm.SCOUTS, text_lm.GRID_LOG: text_lm.GRID,
             text_lm.FORMATION_LOG: {**text_lm.FORMATION, **text_lm.LONG}}
@@ -195,7 +156,7 @@ def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
     # the grid's runs and the formation test's measure their frame labels and intervals at every probe
     extra = None
     if default_log != text_lm.SCOUT_LOG:
-        from ..analyses.text_grid import probe_fields
+        from .analyses.text_grid import probe_fields
         extra = probe_fields
     states = Path(args.checkpoint_dir) if args.checkpoint_dir else cache_root() / "text_lm"
     if args.fresh:
@@ -215,28 +176,16 @@ def _cmd_scout_text_lm(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_standin_hub(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from ..corpus import PAPER_CSV_URL, keep_download
-    from ..models.standin_hub import write_standin_hub
-
-    out = Path(args.out).expanduser().resolve()
-    summary = write_standin_hub(out, layers=args.layers, profiles=tuple(args.profiles), progress=True)
-    for repo, revisions in summary.models.items():
-        print(f"{repo:<36} {', '.join(revisions):<20.60} tokenizer: {summary.tokenizers[repo]}")
-    if args.paper_csv:
-        print(f"the paper's CSV ({PAPER_CSV_URL}) is read from {keep_download(PAPER_CSV_URL, args.paper_csv)}")
-    print(f"\n{len(summary.models)} stand-in models in {summary.hub}. Use them with:\n"
-          f"  HF_HOME={out} HF_HUB_OFFLINE=1 SINKFRAMES_MAX_SENTENCES=4 python -m sinkframes build "
-          f"--profile {args.profiles[0]} --out <scratch folder> --no-html")
-    return 0
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sinkframes",
+                                description="The library's commands (the book's build runs from a clone: "
+                                            "python -m sinkframes_build).")
+    add_commands(p.add_subparsers(dest="command", required=True))
+    return p
 
 
-def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argument per option, read as the help is
-    p = argparse.ArgumentParser(prog="python -m sinkframes", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-
+def add_commands(sub: Any) -> None:  # noqa: PLR0915  # long: one add_argument per option, read as the help is
+    """Add the library's commands to the subparsers ``sub`` (the build's command line adds its own beside them)."""
     m = sub.add_parser("models", help="every known model reference, installed or not")
     m.add_argument("--json", action="store_true")
     m.add_argument("--verify", action="store_true",
@@ -270,30 +219,6 @@ def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argum
     )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=_cmd_sinks)
-
-    b = sub.add_parser("build", help="execute the manifest's pages with papermill, then build the HTML")
-    b.add_argument("--profile", choices=list(ALL_PROFILES), default="offline")
-    b.add_argument("--pages", nargs="*", default=None, help="page ids (default: all)")
-    b.add_argument("--out", default=None, help="folder for executed pages (default: book/)")
-    b.add_argument("--no-html", action="store_true", help="skip the jupyter-book build")
-    b.add_argument("--jobs", type=int, default=1,
-                   help="run independent pages in this many worker processes (default 1: one after another)")
-    b.add_argument("--reuse", action="store_true",
-                   help="copy a page whose template, parameters, library and installed software are unchanged "
-                        "since it last ran to the end, instead of executing it (make book does)")
-    b.add_argument("--executor", choices=["local", "ray"], default="local",
-                   help="local: this machine's processes (--jobs); ray: Ray tasks, one GPU each where there are GPUs")
-    b.add_argument("--ray-address", default=None,
-                   help="with --executor ray: the cluster to join (e.g. ray://head:10001; default: a local Ray)")
-    b.set_defaults(func=_cmd_build)
-
-    t = sub.add_parser(
-        "toc",
-        help="print (or --write) _toc.yml from the manifest; --write also regenerates the templates' install cells, "
-             "the manifest's packaged copy, the templates' defaults and the reproduction map (book/reproduction.md)",
-    )
-    t.add_argument("--write", action="store_true")
-    t.set_defaults(func=_cmd_toc)
 
     e = sub.add_parser(
         "train-emergence",
@@ -341,30 +266,24 @@ def parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # long: one add_argum
     st.add_argument("--fresh", action="store_true", help="discard the recipes' saved states and start at step 0")
     st.set_defaults(func=_cmd_scout_text_lm)
 
-    h = sub.add_parser(
-        "standin-hub",
-        help="write a local Hugging Face cache (HF_HOME layout) of shrunk random-weight stand-ins of every model of "
-             "the paper and colab profiles, to rehearse those profiles with no network",
-    )
-    h.add_argument("--out", required=True, help="the folder to use as HF_HOME")
-    h.add_argument("--layers", type=int, default=2, help="layers of each stand-in (default 2)")
-    h.add_argument("--profiles", nargs="+", choices=["paper", "colab"], default=["paper", "colab"])
-    h.add_argument("--paper-csv", default=None,
-                   help="a local copy of wiki_dataset_sink.csv, kept as the download of the profiles' csv_path URL "
-                        "in SINKFRAMES_CACHE")
-    h.set_defaults(func=_cmd_standin_hub)
-    return p
-
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    from ..corpus import DatasetError
-    from ..extraction import NonFiniteAttentionError, TextError
-    from ..models import AttentionUnavailableError, ModelLoadError
-    from ..training.emergence import TrainingError
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and given[0] in BUILD_COMMANDS:
+        print(f"error: {BUILD_ELSEWHERE.format(command=given[0])}", file=sys.stderr)
+        return 2
+    return run(parser().parse_args(given))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed command; the library's own errors become one line on stderr and exit status 2."""
+    from .corpus import DatasetError
+    from .extraction import NonFiniteAttentionError, TextError
+    from .models import AttentionUnavailableError, ModelLoadError
+    from .training.emergence import TrainingError
 
     try:
-        from ..threads import configure
+        from .threads import configure
 
         configure()  # torch and BLAS share one thread count (SINKFRAMES_THREADS overrides)
         return int(args.func(args) or 0)

@@ -20,13 +20,14 @@ from typing import Any
 
 import nbformat
 
-from ..cache import atomic_write_bytes
-from ..manifest import Page, repo_root, toc_title
-from ..results import FAILED_MODELS_KEY
-from ..verdicts.store import ENV as VERDICTS_ENV
+from sinkframes.book.params import merge_parameters
+from sinkframes.cache import atomic_write_bytes
+from sinkframes.manifest import Page, repo_root, toc_title
+from sinkframes.results import FAILED_MODELS_KEY
+from sinkframes.verdicts.store import ENV as VERDICTS_ENV
+
 from .alt_text import set_alt_texts
 from .install import pinned_ref, repository, set_install_cell
-from .params import merge_parameters
 from .plan import record_duration
 
 #: kernel starts tried per page: two kernels started at once by parallel workers can pick the same free port
@@ -167,7 +168,8 @@ def _execute(page: Page, profile: str, root: Path, out: Path) -> None:
     """papermill on ``page``'s template into ``out``, its kernel started again once if it never started."""
     import papermill as pm
 
-    from .params import ParameterError, unknown_parameters
+    from sinkframes.book.params import ParameterError, unknown_parameters
+
     from .watchdog import PageStalledError, stall_watchdog
 
     unknown = unknown_parameters(page.params_for(profile), root / page.template)
@@ -175,7 +177,7 @@ def _execute(page: Page, profile: str, root: Path, out: Path) -> None:
         raise ParameterError(f"page {page.id}: " + "; ".join(unknown))
     for attempt in range(KERNEL_START_ATTEMPTS):
         # no limit on a cell's time, which depends on the machine: a kernel that stops making progress for the
-        # page's stall limit is stopped instead (book.watchdog)
+        # page's stall limit is stopped instead (sinkframes_build.watchdog)
         with stall_watchdog(page.timeout) as watch:
             try:
                 pm.execute_notebook(

@@ -1,7 +1,7 @@
 """What a build will do, decided before any page runs: the order pages start in, the models to convert
 and the attention the pages share.
 
-Nothing here runs a model or a kernel; :mod:`book.executors` carries the plan out.
+Nothing here runs a model or a kernel; :mod:`sinkframes_build.executors` carries the plan out.
 """
 
 from __future__ import annotations
@@ -10,15 +10,13 @@ import inspect
 import json
 import math
 from dataclasses import asdict
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
-from ..manifest import Manifest, Page, repo_root
-from ..models.loading import RANDOM_PREFIX
-from ..types import RunOptions
+from sinkframes.book.params import template_parameters
+from sinkframes.manifest import Manifest, Page, repo_root
+from sinkframes.models.loading import RANDOM_PREFIX
+from sinkframes.types import RunOptions
 
 #: profiles whose builds share attention between pages (``extraction.shared``): the offline one, whose
 #: small models' attention over a few hundred sentences takes a few hundred MB on disk; the hub models of
@@ -37,14 +35,14 @@ DURATIONS = "durations.json"
 
 
 def _durations_file() -> Path:
-    from ..config import cache_root
+    from sinkframes.config import cache_root
 
     return cache_root() / "pages" / DURATIONS
 
 
 #: each page's execution time in a build from an empty cache (``make reproduce``'s, as CI runs it), packaged: the
 #: start order of a fresh clone, whose page cache has measured nothing yet
-COLD_DURATIONS = Path(__file__).resolve().parents[1] / "data" / "cold_durations.json"
+COLD_DURATIONS = Path(__file__).resolve().parent / "cold_durations.json"
 
 
 def _read_durations(path: Path, profile: str) -> dict[str, float]:
@@ -68,7 +66,7 @@ def record_duration(page_id: str, profile: str, seconds: float) -> None:
     only skips it)."""
     import json
 
-    from ..cache import atomic_write_bytes, file_lock
+    from sinkframes.cache import atomic_write_bytes, file_lock
 
     path = _durations_file()
     try:
@@ -102,18 +100,6 @@ def start_order(numbered: list[tuple[int, Page]], profile: str | None = None) ->
     return sorted(numbered, key=lambda item: -cost(item))
 
 
-@cache
-def template_parameters(template: Path) -> dict[str, Any]:
-    """The values of a template's ``parameters`` cell (empty when the file or the cell is missing)."""
-    from .params import _assignments
-
-    if not template.is_file():
-        return {}
-    nb = nbformat.read(template, as_version=4)
-    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    return {k: v for c in cells for k, (_, v) in _assignments(c.source).items()}
-
-
 def template_defaults_text(m: Manifest) -> str:
     """The JSON of :data:`PACKAGED_DEFAULTS` for ``m``: ``{page id: {name: default}}`` read from the templates."""
     table = {p.id: template_parameters(repo_root() / p.template) for p in m.pages}
@@ -123,7 +109,7 @@ def template_defaults_text(m: Manifest) -> str:
 def run_parameters(page: Page, profile: str) -> dict[str, Any]:
     """The parameters ``page`` runs with under ``profile``: the manifest's values over its template's
     ``parameters`` cell, over ``page.setup``'s and ``RunOptions``' defaults for names neither sets."""
-    from .page import setup
+    from sinkframes.book.page import setup
 
     signature = inspect.signature(setup).parameters.values()
     defaults = {p.name: p.default for p in signature if p.default is not inspect.Parameter.empty}
@@ -153,8 +139,8 @@ def attention_plan(pages: list[Page], profile: str) -> list[tuple[str, int, dict
 
 def models_to_convert(pages: list[Page], profile: str) -> list[str]:
     """The offline models the pages name whose package files have no usable converted copy yet, in order."""
-    from ..models.gguf import converted_copy_problem, converted_folder
-    from ..models.registry import OFFLINE_MODELS
+    from sinkframes.models.gguf import converted_copy_problem, converted_folder
+    from sinkframes.models.registry import OFFLINE_MODELS
 
     named = [m for page in pages for m in page.params_for(profile).get("models", []) or []]
     keys = [m for m in dict.fromkeys(named) if m in OFFLINE_MODELS and OFFLINE_MODELS[m].converted]
@@ -163,9 +149,9 @@ def models_to_convert(pages: list[Page], profile: str) -> list[str]:
 
 def _package_bytes(model: str) -> int:
     """Size of an offline model's packaged files: the larger, the longer its conversion."""
-    from ..models.gguf import package_dir
-    from ..models.parts import part_files
-    from ..models.registry import OFFLINE_MODELS
+    from sinkframes.models.gguf import package_dir
+    from sinkframes.models.parts import part_files
+    from sinkframes.models.registry import OFFLINE_MODELS
 
     om = OFFLINE_MODELS[model]
     try:

@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from .errors import ModelLoadError
+from sinkframes.models.errors import ModelLoadError
 
 #: the seed every stand-in's weights derive from (with the model id and the revision)
 STANDIN_SEED = 36
@@ -241,7 +241,7 @@ def _trained_tokenizer_json(kind: str) -> str:
     """A small tokenizer of ``kind`` trained on the embedded sentences (deterministic), as JSON."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-    from ..corpus import embedded_sentences
+    from sinkframes.corpus import embedded_sentences
 
     k = TOKENIZER_KINDS[kind]
     texts = embedded_sentences()["text"].tolist()
@@ -288,13 +288,13 @@ def _offline_tokenizer(key: str) -> Any:
     """The tokenizer of offline model ``key`` (its package; the Qwen GGUF's converted copy)."""
     from transformers import AutoTokenizer
 
-    from .gguf import offline_folder, package_dir
-    from .registry import OFFLINE_MODELS
+    from sinkframes.models.gguf import offline_folder, package_dir
+    from sinkframes.models.registry import OFFLINE_MODELS
 
     om = OFFLINE_MODELS[key]
     if om.fmt == "e5s1":
-        from .e5s1 import build_tokenizer, read_e5s1
-        from .parts import checked_single_file
+        from sinkframes.models.e5s1 import build_tokenizer, read_e5s1
+        from sinkframes.models.parts import checked_single_file
 
         f = read_e5s1(checked_single_file(om))
         return build_tokenizer(f.vocab, 512)
@@ -482,7 +482,7 @@ class HubSummary:
 def profile_models(profiles: tuple[str, ...] = PROFILES) -> dict[str, list[str]]:
     """Every hub id the pages of ``profiles`` name (``models``, ``bos_comparison``, ``checkpoint_models``,
     ``published_check_model``), with the ``stepN`` revisions the emergence page reads from it (``main`` always)."""
-    from ..manifest import load_manifest
+    from sinkframes.manifest import load_manifest
 
     found: dict[str, list[str]] = {}
     for page in load_manifest().pages:
@@ -507,7 +507,7 @@ def write_standin_hub(home: Path, *, layers: int = STANDIN_LAYERS, models: dict[
     unknown = sorted(set(wanted) - set(STANDINS))
     if unknown:
         raise ModelLoadError(f"no stand-in for {', '.join(unknown)}; add its real settings to "
-                             "sinkframes.models.standin_hub.STANDINS")
+                             "sinkframes_build.standin_hub.STANDINS")
     hub = Path(home) / "hub"
     hub.mkdir(parents=True, exist_ok=True)
     written: dict[str, list[str]] = {}

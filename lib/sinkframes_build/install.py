@@ -2,7 +2,7 @@
 
 The repository to install from is ``repository.url`` in ``_config.yml`` (the same setting the
 book's repository and launch buttons use; a fork changes that one line and runs
-``python -m sinkframes toc --write``). Templates install ``repository.branch``; an executed page is
+``python -m sinkframes_build toc --write``). Templates install ``repository.branch``; an executed page is
 pinned to the commit of the library that produced it. The cell runs pip through
 ``subprocess.check_call``, so a failed install stops "run all" instead of printing and going on,
 and it does nothing outside Colab.
@@ -59,7 +59,7 @@ def set_install_cell(nb: Any, url: str, ref: str, required: bool = True) -> bool
 def pinned_ref(branch: str) -> str:
     """The whole commit of the library producing a page (``branch`` when it is not a clean git checkout): pip checks
     out exactly that commit, which an abbreviation cannot promise once the history grows."""
-    from ..report.provenance import library_commit
+    from sinkframes.report.provenance import library_commit
 
     commit = library_commit(full=True)
     return commit if commit and "+" not in commit else branch

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..report.page_verdicts import BOX_TITLE
-from .figure_caption import CAPTION_PREFIX, OVERLAP_NOTE
+from sinkframes.book.figure_caption import CAPTION_PREFIX, OVERLAP_NOTE
+from sinkframes.report.page_verdicts import BOX_TITLE
 
 #: a Python dict printed as text: an opening brace, a quoted key and a colon (HTML-escaped quotes too)
 DICT_RE = re.compile(r"\{\s*(?:'|&#x27;|&#39;|\"|&quot;)[^'\"&\n]{1,40}(?:'|&#x27;|&#39;|\"|&quot;)\s*:")

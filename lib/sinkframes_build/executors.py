@@ -1,5 +1,5 @@
 """Where a build's work runs: the preparation pool, and the pages in this process, in worker processes or
-as Ray tasks. Every executor runs a page through :func:`book.execute.run_one`.
+as Ray tasks. Every executor runs a page through :func:`sinkframes_build.execute.run_one`.
 
 Worker processes share the result cache (a key is computed once: see ``Cache.get_or_compute``).
 """
@@ -13,9 +13,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from ..config import CACHE_ENV
-from ..extraction.shared import ENV as SHARED_ENV
-from ..manifest import Page
+from sinkframes.config import CACHE_ENV
+from sinkframes.extraction.shared import ENV as SHARED_ENV
+from sinkframes.manifest import Page
+
 from .execute import failure_text, run_one
 from .plan import preparation_tasks, start_order
 
@@ -29,8 +30,8 @@ def _worker_init(counter: Any, jobs: int, n_gpus: int) -> None:
     """Set up one worker process: its share of the cores (``SINKFRAMES_THREADS`` unless already set, and
     ``OMP_NUM_THREADS`` to match, which the page kernels inherit) and, on a machine with several GPUs, a GPU
     of its own."""
-    from ..threads import ENV as THREADS_ENV
-    from ..threads import requested
+    from sinkframes.threads import ENV as THREADS_ENV
+    from sinkframes.threads import requested
 
     _die_with_parent()
     with counter.get_lock():
@@ -77,8 +78,8 @@ def _pool(workers: int, jobs: int, n_gpus: int = 0) -> ProcessPoolExecutor:
 
 def _convert_one(key: str) -> str | None:
     """Convert offline model ``key`` (a worker task); the error as text, or ``None``."""
-    from ..models.gguf import offline_folder
-    from ..models.registry import OFFLINE_MODELS
+    from sinkframes.models.gguf import offline_folder
+    from sinkframes.models.registry import OFFLINE_MODELS
 
     try:
         offline_folder(OFFLINE_MODELS[key])
@@ -89,10 +90,10 @@ def _convert_one(key: str) -> str | None:
 
 def _fill_one(model: str, n: int, settings: dict[str, Any]) -> str | None:
     """Store ``model``'s attention on the first ``n`` sentences of a draw (a worker task); the error as text."""
-    from .. import corpus
-    from ..extraction import shared
-    from ..threads import configure
-    from ..types import RunOptions
+    from sinkframes import corpus
+    from sinkframes.extraction import shared
+    from sinkframes.threads import configure
+    from sinkframes.types import RunOptions
 
     try:
         configure()
@@ -196,8 +197,8 @@ def run_on_ray(numbered: list[tuple[int, Page]], n: int, profile: str, root: Pat
         import ray
     except ImportError as exc:
         raise RuntimeError("the Ray executor needs Ray: pip install 'sinkframes[ray]'") from exc
-    from ..config import cache_root
-    from ..threads import ENV as THREADS_ENV
+    from sinkframes.config import cache_root
+    from sinkframes.threads import ENV as THREADS_ENV
 
     env = {CACHE_ENV: str(cache_root()), THREADS_ENV: os.environ.get(THREADS_ENV, "1"), "SINKFRAMES_ROOT": str(root)}
     passed = ("HF_HUB_OFFLINE", "HF_HOME", "SINKFRAMES_MODELS", SHARED_ENV)
