@@ -10,6 +10,8 @@ from sinkframes import paper
 from sinkframes.analyses import geometry_values as gv
 from sinkframes.report import geometry_values as gv_report
 from sinkframes.types import MODES
+from tests.unit import geometry_reference as ref
+from tests.unit.test_geometry_fast import _assert_same
 
 RECORD = {
     "ref": "toy",
@@ -128,3 +130,19 @@ def test_first_to_last_changes_are_paired_with_intervals_and_corrected_tests():
     mag = t.loc[("faithful", "magnitude")]  # 3, 6, 9 by sentence: mean 6, interval inside [3, 9]
     assert mag["last - first"] == pytest.approx(6.0) and 3.0 <= mag["low"] <= mag["high"] <= 9.0
     assert ent["n"] == 3 and (t["p (Holm)"] >= t["p (sign flip)"]).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "bert", "gemma2"])
+def test_reducer_equals_the_reference_on_tiny_model_captures(arch, texts):
+    from sinkframes import extraction
+    from sinkframes.extraction import capture
+    from sinkframes.types import RunOptions
+
+    lm = extraction.get_model(f"tiny:{arch}")
+    ids = extraction.tokenize(lm.tokenizer, texts[:3], 256)
+    seen = 0
+    for _, c in capture.iterate_captures(lm, ids, RunOptions(batch_size=2, progress=False)):
+        _assert_same(ref.reference_reduce(c, lm.record.causal), gv.GeometryValuesReducer()(c, lm.record.causal))
+        seen += 1
+    assert seen == 3

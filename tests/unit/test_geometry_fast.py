@@ -1,6 +1,6 @@
 """The fused sink-geometry and value-space reduction returns what the per-measure reference
 (``tests/unit/geometry_reference.py``, the reducer's version 1) returns, up to the rounding of the dtype,
-on seeded captures and on the captures of tiny models."""
+on seeded captures (the captures of tiny models: ``tests/models/test_geometry_values.py``)."""
 
 from __future__ import annotations
 
@@ -148,19 +148,3 @@ def test_thread_count_is_restored_and_huge_finite_values_pass_the_finite_check()
     with pytest.raises(NonFiniteInputError, match=r"attention holds NaN or infinite values in layers \[2\]"):
         GeometryValuesReducer()(cap, True)
     assert torch.get_num_threads() == before
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("arch", ["llama", "qwen2", "bert", "gemma2"])
-def test_reducer_equals_the_reference_on_tiny_model_captures(arch, texts):
-    from sinkframes import extraction
-    from sinkframes.extraction import capture
-    from sinkframes.types import RunOptions
-
-    lm = extraction.get_model(f"tiny:{arch}")
-    ids = extraction.tokenize(lm.tokenizer, texts[:3], 256)
-    seen = 0
-    for _, c in capture.iterate_captures(lm, ids, RunOptions(batch_size=2, progress=False)):
-        _assert_same(ref.reference_reduce(c, lm.record.causal), GeometryValuesReducer()(c, lm.record.causal))
-        seen += 1
-    assert seen == 3

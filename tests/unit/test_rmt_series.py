@@ -185,28 +185,3 @@ def test_the_page_seed_draws_the_layer_intervals() -> None:
     b.layers = R._corrected_layers(b)
     assert a.layers["first_token_share"].equals(b.layers["first_token_share"])  # same means
     assert not a.layers["first_token_share_lo"].equals(b.layers["first_token_share_lo"])  # other resamples
-
-
-
-def test_text_loss_is_the_mean_next_token_cross_entropy_and_is_cached(monkeypatch) -> None:
-    from sinkframes.extraction import batching
-    from sinkframes.types import RunOptions
-
-    texts = ["the cat sat on the mat", "a b"]
-    opts = RunOptions(device="cpu", progress=False)
-    lm = batching.get_model("tiny:llama", opts)
-    nll, count = 0.0, 0
-    with torch.no_grad():
-        for t in texts:
-            ids = lm.tokenizer(t, return_tensors="pt")["input_ids"]  # [1, n]
-            logits = lm.model(input_ids=ids).logits[0]  # [n, vocab]
-            logp = torch.log_softmax(logits.double(), -1)
-            nll -= float(logp[torch.arange(ids.shape[1] - 1), ids[0, 1:]].sum())
-            count += ids.shape[1] - 1
-    assert R.text_loss("tiny:llama", texts, opts) == pytest.approx(nll / count, rel=1e-5)
-
-    def no_model(*_: object, **__: object) -> None:
-        raise AssertionError("a cached loss loads no model")
-
-    monkeypatch.setattr(batching, "get_model", no_model)
-    assert R.text_loss("tiny:llama", texts, opts) == pytest.approx(nll / count, rel=1e-5)
