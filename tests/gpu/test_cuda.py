@@ -11,7 +11,7 @@ import pytest
 from sinkframes.manifest import load_manifest
 from sinkframes.types import RunOptions
 from sinkframes_build.execute import failed_models, has_error_output
-from tests.device_compare import TOLERANCE, differences, verdict_differences
+from tests.device_compare import differences, tolerance, verdict_differences
 from tests.models.test_device_trap_runs import RUNS
 from tests.rehearsal.conftest import run_build
 
@@ -24,7 +24,7 @@ def test_the_analysis_gives_the_cpu_numbers_and_verdicts_on_cuda(arch, analysis,
     ref = f"tiny:{arch}"
     cpu = RUNS[analysis](ref, texts[:4], RunOptions(device="cpu", progress=False))
     gpu = RUNS[analysis](ref, texts[:4], RunOptions(device="cuda", progress=False))
-    rtol, atol = TOLERANCE[analysis]
+    rtol, atol = tolerance(analysis)
     assert [r.ref for r in cpu] == [r.ref for r in gpu]
     for a, b in zip(cpu, gpu, strict=True):
         assert differences(a, b, rtol, atol) == [], f"{analysis} on {ref}"

@@ -7,14 +7,14 @@ import copy
 
 from sinkframes.analyses import frames
 from sinkframes.types import RunOptions
-from tests.device_compare import TOLERANCE, differences, verdict_differences
+from tests.device_compare import differences, tolerance, verdict_differences
 
 
 def test_a_run_matches_itself_and_a_moved_value_is_found(texts):
     opts = RunOptions(device="cpu", progress=False)
     a = frames.analyse(["tiny:llama"], texts[:3], opts)
     b = frames.analyse(["tiny:llama"], texts[:3], opts)
-    rtol, atol = TOLERANCE["frames"]
+    rtol, atol = tolerance("frames")
     assert differences(a[0], b[0], rtol, atol) == [] and verdict_differences(a, b) == []
     moved = copy.deepcopy(a[0])
     name = next(iter(moved.heads))

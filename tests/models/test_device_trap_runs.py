@@ -6,30 +6,22 @@ from __future__ import annotations
 
 import pytest
 
-from sinkframes.analyses import (
-    frames,
-    geometry_values,
-    information,
-    positions,
-    rmt,
-    softmax_geometry,
-    spectral,
-    topology,
-)
 from sinkframes.extraction.batching import get_model
+from sinkframes.results import analyses
 from sinkframes.types import RunOptions
 from tests.device_trap import DefaultDeviceTrap
 
-RUNS = {
-    "frames": lambda ref, texts, o: frames.analyse([ref], texts, o),
-    "information": lambda ref, texts, o: information.analyse([ref], texts, o, n_output=2),
-    "positions": lambda ref, texts, o: positions.analyse([ref], texts, o),
-    "spectral": lambda ref, texts, o: spectral.analyse([ref], texts, o),
-    "topology": lambda ref, texts, o: topology.analyse([ref], texts, o),
-    "geometry_values": lambda ref, texts, o: geometry_values.analyse([ref], texts, o),
-    "softmax_geometry": lambda ref, texts, o: softmax_geometry.analyse([ref], texts, o),
-    "rmt": lambda ref, texts, o: rmt.analyse([ref], texts, o),
-}
+#: keyword arguments an analysis takes here beyond ``(models, texts, opts)``: the output-level check on two sentences
+SMALLER = {"information": {"n_output": 2}}
+
+
+def _run(name: str, analyse):
+    return lambda ref, texts, o: analyse([ref], texts, o, **SMALLER.get(name, {}))
+
+
+#: every registered analysis that reads a model (its spec has an entry point), by name: a new analysis is run here
+#: and on CUDA (``tests/gpu/test_cuda.py``) by registering it, with no list to edit
+RUNS = {name: _run(name, spec.analyse) for name, spec in sorted(analyses().items()) if spec.analyse is not None}
 
 
 @pytest.mark.parametrize("arch", ["llama", "bert", "gemma3"])

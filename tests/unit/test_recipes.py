@@ -255,7 +255,7 @@ def test_the_recipe_table_lists_every_analysis_as_it_is_wired():
 def test_the_recipe_names_every_file_that_keeps_analyses_or_sections_by_name():
     sections = {p.id for p in MANIFEST.pages if not p.run_last and "family_appendix" not in p.template}
     listing = _files_listing_names(set(CHAPTER_ANALYSES)) | _files_listing_names(sections)
-    assert "tests/models/test_device_trap_runs.py" in listing  # the scan finds a list it must find
+    assert "tests/unit/test_twins.py" in listing  # the scan finds a list it must find
     named = _named_paths(_contributing("Recipe: add an analysis"))
     assert sorted(listing - named) == [], "name these files in CONTRIBUTING.md's 'Recipe: add an analysis'"
     assert sorted(set(ANALYSIS_RECIPE_FILES) - named) == []
