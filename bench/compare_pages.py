@@ -3,7 +3,7 @@
     python bench/compare_pages.py OLD_DIR NEW_DIR [--with-provenance] [--exact]
 
 OLD_DIR and NEW_DIR hold executed copies with the same file names (for example the committed
-``book/`` exported with ``git show`` and a fresh ``sinkframes build --out``). Prints one line per
+``book/`` exported with ``git show`` and a fresh ``sinkframes_build build --out``). Prints one line per
 page, then the differences; exits 1 if any page differs. A printed decimal that moved by one unit in its last
 digit (float round-off on another machine) is counted on the page's line, not a difference, unless ``--exact``.
 """

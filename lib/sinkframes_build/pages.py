@@ -33,7 +33,7 @@ def provenance_problems(nb: Any) -> list[str]:
     """What is wrong with an executed page's provenance against the parameters it ran with (empty: fine)."""
     params = nb.metadata.get("papermill", {}).get("parameters")
     if params is None:
-        return ["the page holds no papermill parameters (was it executed by `sinkframes build`?)"]
+        return ["the page holds no papermill parameters (was it executed by `sinkframes_build build`?)"]
     prov = provenance_of(nb)
     if prov is None:
         return ["no provenance line ('**Produced by** sinkframes ...') among the page's outputs"]
