@@ -95,6 +95,14 @@ def test_the_installed_command_line_points_to_the_clone_for_the_build(capsys):
         assert main([command, "--profile", "offline"]) == 2
         err = capsys.readouterr().err
         assert f"python -m sinkframes_build {command}" in err and "clone" in err
+    # the installed command line names exactly the commands the build adds
+    from sinkframes.cli import BUILD_COMMANDS, parser
+    from sinkframes_build.cli import parser as build_parser
+
+    def commands(p):
+        return set(next(a for a in p._actions if a.dest == "command").choices)
+
+    assert commands(build_parser()) - commands(parser()) == set(BUILD_COMMANDS)
     # the build's command line has the library's commands as well
     assert build_main(["models", "--json"]) == 0
     assert "minilm" in capsys.readouterr().out

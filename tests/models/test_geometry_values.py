@@ -11,7 +11,6 @@ from sinkframes.analyses import geometry_values as gv
 from sinkframes.report import geometry_values as gv_report
 from sinkframes.types import MODES
 from tests.unit import geometry_reference as ref
-from tests.unit.test_geometry_fast import _assert_same
 
 RECORD = {
     "ref": "toy",
@@ -143,6 +142,6 @@ def test_reducer_equals_the_reference_on_tiny_model_captures(arch, texts):
     ids = extraction.tokenize(lm.tokenizer, texts[:3], 256)
     seen = 0
     for _, c in capture.iterate_captures(lm, ids, RunOptions(batch_size=2, progress=False)):
-        _assert_same(ref.reference_reduce(c, lm.record.causal), gv.GeometryValuesReducer()(c, lm.record.causal))
+        ref.assert_same(ref.reference_reduce(c, lm.record.causal), gv.GeometryValuesReducer()(c, lm.record.causal))
         seen += 1
     assert seen == 3

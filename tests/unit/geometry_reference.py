@@ -158,3 +158,20 @@ def reference_reduce(cap: SampleCapture, causal: bool) -> dict[str, torch.Tensor
     for k, v in reference_corrected_summary(cap.attention, cap.value, cap.output_heads, cap.output, causal).items():
         out[f"corrected_{k}"] = v
     return out
+
+
+def assert_same(expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor]) -> None:
+    """Same keys in the same order, same dtypes and shapes, NaN where the reference has NaN, and every
+    value equal up to the rounding of its dtype: the fused code takes its sums in another order (means
+    over other keys as ``[n, n] @ [n, dim]`` products, reference columns gathered), so float32 values may
+    differ in the last bits. The tolerance is relative to the largest entry of the measure, since a
+    measure that is a difference (the logit parts) can be near zero where its terms are not."""
+    assert list(got) == list(expected)
+    for name, want in expected.items():
+        have = got[name]
+        assert have.dtype == want.dtype and have.shape == want.shape, name
+        rtol = 1e-12 if want.dtype == torch.float64 else 2e-5
+        finite = want[torch.isfinite(want)]
+        scale = float(finite.abs().max()) if finite.numel() else 1.0
+        torch.testing.assert_close(have, want, rtol=rtol, atol=rtol * max(scale, 1e-6), equal_nan=True,
+                                   msg=lambda m, k=name: f"{k}: {m}")

@@ -64,23 +64,6 @@ def _capture(
     )
 
 
-def _assert_same(expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor]) -> None:
-    """Same keys in the same order, same dtypes and shapes, NaN where the reference has NaN, and every
-    value equal up to the rounding of its dtype: the fused code takes its sums in another order (means
-    over other keys as ``[n, n] @ [n, dim]`` products, reference columns gathered), so float32 values may
-    differ in the last bits. The tolerance is relative to the largest entry of the measure, since a
-    measure that is a difference (the logit parts) can be near zero where its terms are not."""
-    assert list(got) == list(expected)
-    for name, want in expected.items():
-        have = got[name]
-        assert have.dtype == want.dtype and have.shape == want.shape, name
-        rtol = 1e-12 if want.dtype == torch.float64 else 2e-5
-        finite = want[torch.isfinite(want)]
-        scale = float(finite.abs().max()) if finite.numel() else 1.0
-        torch.testing.assert_close(have, want, rtol=rtol, atol=rtol * max(scale, 1e-6), equal_nan=True,
-                                   msg=lambda m, k=name: f"{k}: {m}")
-
-
 CASES = [
     pytest.param(dict(n=12, causal=True), id="causal-gqa"),
     pytest.param(dict(n=12, causal=False), id="bidirectional-gqa"),
@@ -101,13 +84,13 @@ CASES = [
 def test_reducer_equals_the_reference(case):
     for seed in range(3):
         cap = _capture(**case, seed=seed)
-        _assert_same(ref.reference_reduce(cap, case["causal"]), GeometryValuesReducer()(cap, case["causal"]))
+        ref.assert_same(ref.reference_reduce(cap, case["causal"]), GeometryValuesReducer()(cap, case["causal"]))
 
 
 @pytest.mark.parametrize("case", CASES[:2] + CASES[7:9])
 def test_fused_functions_equal_their_references(case):
     cap, causal = _capture(**case), case["causal"]
-    _assert_same(
+    ref.assert_same(
         ref.reference_geometry_summary(cap.query_pre, cap.query, cap.key_pre, cap.key, cap.scaling, causal),
         geometry.geometry_summary(cap.query_pre, cap.query, cap.key_pre, cap.key, cap.scaling, causal),
     )
@@ -116,17 +99,17 @@ def test_fused_functions_equal_their_references(case):
     torch.testing.assert_close(values.faithful_magnitude(states[:-1], states[1:]),
                                ref.reference_faithful_magnitude(states[:-1], states[1:]), rtol=0, atol=0)
     avg = cap.attention.mean(1)  # [layer, query, key]
-    _assert_same(ref.reference_faithful_decomposition(avg, states[:-1]),
+    ref.assert_same(ref.reference_faithful_decomposition(avg, states[:-1]),
                  values.faithful_decomposition(avg, states[:-1]))
     torch.testing.assert_close(values.corrected_alignment(cap.attention, cap.value, causal),
                                ref.reference_corrected_alignment(cap.attention, cap.value, causal), rtol=0, atol=0)
-    _assert_same(ref.reference_corrected_decomposition(cap.attention, cap.value, cap.output_heads, causal),
+    ref.assert_same(ref.reference_corrected_decomposition(cap.attention, cap.value, cap.output_heads, causal),
                  values.corrected_decomposition(cap.attention, cap.value, cap.output_heads, causal))
 
 
 def test_scalar_scaling_and_the_error_for_too_few_tokens():
     cap = _capture(6, True)
-    _assert_same(
+    ref.assert_same(
         ref.reference_geometry_summary(cap.query_pre, cap.query, cap.key_pre, cap.key, 0.37, True),
         geometry.geometry_summary(cap.query_pre, cap.query, cap.key_pre, cap.key, 0.37, True),
     )
