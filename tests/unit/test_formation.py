@@ -133,3 +133,64 @@ def test_the_registry_claim_is_decided_by_fishers_test_once_every_run_is_in():
     weak = holds(_rows(1, 0))  # 1 of 5 against 0 of 10: p = 1/3
     assert weak.status == verdicts.NOT_SUPPORTED and abs(weak.estimate.value - 1 / 3) < 1e-9
     assert [v.question for v in verdicts.evaluate([formation.formation_result(_rows(5, 0))])] == ["holds"]
+
+
+def _long_records(formed_at: int | None, last: int, shift: float = 0.0) -> list[dict]:
+    """Probes every 250 steps; layer 1's share rises to 0.6 at ``formed_at`` (lower bound 0.55), else stays 0.2."""
+    out = []
+    for s in range(0, last + 1, 250):
+        formed = formed_at is not None and s >= formed_at
+        share = 0.6 if formed else 0.2
+        out.append({"step": s, "loss": 4.0 + shift, "formed": formed, "first_share": [0.1, share],
+                    "first_low": [0.09, share - 0.05], "head_share": [[0.9, 0.1], [0.2, 0.35]]})
+    return out
+
+
+def test_the_long_runs_report_when_a_sink_formed_or_how_far_none_did():
+    runs = {"long-nope-s0": _long_records(None, 24000), "long-learned-s0": _long_records(12000, 24000)}
+    grid = {"grid-nope-s0": _long_records(None, 8000),
+            "grid-learned-s0": _long_records(None, 8000, shift=1e-4)}
+    rows = fm.long_run_rows(runs, grid).set_index("run")
+    assert list(rows.index) == list(tl.LONG)
+    assert rows.loc["long-nope-s0", "step"] == 24000 and fm._missing(rows.loc["long-nope-s0", "sink step"])
+    assert rows.loc["long-learned-s0", "sink step"] == 12000
+    assert rows.loc["long-nope-s0", "largest layer"] == 1 and rows.loc["long-nope-s0", "share low"] == pytest.approx(0.15)
+    assert rows.loc["long-nope-s0", "tokens (M)"] == pytest.approx(24000 * 32 * 128 / 1e6)
+    assert rows.loc["long-nope-s0", "sink heads % at 8000"] == pytest.approx(50.0)
+    # the first 33 probes (steps 0 to 8000) are compared with the grid run's: equal, or all different by 1e-4
+    assert (rows.loc["long-nope-s0", "equal probes"], rows.loc["long-nope-s0", "compared probes"]) == (33, 33)
+    assert (rows.loc["long-learned-s0", "equal probes"], rows.loc["long-learned-s0", "compared probes"]) == (0, 33)
+    assert fm._missing(rows.loc["long-rope-s1", "step"])
+    text = fm.long_run_text(fm.long_run_rows(runs, grid))
+    assert "`long-nope-s0` ran all 24,000 steps and formed **no sink** by step 24,000 (98M tokens)" in text
+    assert "`long-learned-s0` ran all 24,000 steps and formed a sink at step 12,000 (49M tokens), after" in text
+    assert "0 of its 33 probes up to step 8,000 equal" in text and "`long-rope-s1` has not been trained yet." in text
+
+
+def test_a_long_run_still_training_says_how_far_it_got():
+    rows = fm.long_run_rows({"long-rope-s1": _long_records(None, 10250)}, {})
+    text = fm.long_run_text(rows)
+    assert "`long-rope-s1` has reached step 10,250 of 24,000 (stopped there)" in text
+    assert "probes up to step" not in text  # no grid run to compare with
+
+
+def test_the_long_run_figure_plots_the_largest_layer_and_the_sink_head_percentage():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sinkframes.figures.controlled import long_run_curves
+
+    runs = {"long-nope-s0": _long_records(None, 1000), "long-learned-s0": _long_records(500, 1000)}
+    fig = long_run_curves(runs)
+    left = {ln.get_label(): ln for ln in fig.axes[0].get_lines() if ln.get_label() in runs}
+    right = {ln.get_label(): ln for ln in fig.axes[1].get_lines() if ln.get_label() in runs}
+    assert list(left["long-learned-s0"].get_ydata()) == pytest.approx([0.2, 0.2, 0.6, 0.6, 0.6])
+    assert list(right["long-nope-s0"].get_ydata()) == pytest.approx([50.0] * 5)  # 0.9 and 0.35 of 4 heads
+    assert left["long-nope-s0"].get_color() != left["long-learned-s0"].get_color()
+
+
+def test_the_long_run_takeaway_names_each_trained_run():
+    rows = fm.long_run_rows({"long-nope-s0": _long_records(None, 9000), "long-learned-s0": _long_records(500, 1000)},
+                            {})
+    assert fm.long_run_takeaway(rows) == "long-nope-s0: no sink by step 9,000; long-learned-s0: a sink at step 500."
+    assert fm.long_run_takeaway(fm.long_run_rows({}, {})) == ""

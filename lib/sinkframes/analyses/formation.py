@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results import Analysis, ModelResult, register
 from ..training.text_lm import (
@@ -38,6 +38,9 @@ from ..types import Mode
 from ..verdicts.measures import measure
 from ..verdicts.verdict import Estimate, not_applicable
 from .text_grid import grid_record, read_run_log
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: the test's level (one-sided)
 ALPHA = 0.05
@@ -216,6 +219,97 @@ def formation_text(test: FormationTest) -> str:
                        "exact test, one-sided, at 0.05, fixed before its new runs) is decided when all have, and no "
                        "answer is drawn before.")
     return head + f"Fisher's exact test, one-sided: p = {test.p_value:.3g}, so the claim is **{test.verdict}**."
+
+
+
+def same_start(records: Sequence[Mapping[str, Any]], grid_records: Sequence[Mapping[str, Any]],
+               upto: int = FORMATION_STEP) -> tuple[int, int]:
+    """``(equal, compared)``: of the probes up to ``upto`` that a long run and its grid run both logged, how many
+    agree in the held-out loss and in every layer's and head's first-token share (a long run repeats its grid run's
+    first steps, so on the same software and CPU every probe agrees)."""
+    grid_at = {int(r["step"]): r for r in grid_records if r["step"] <= upto}
+    keys = ("loss", "first_share", "head_share")
+    pairs = [(r, grid_at[int(r["step"])]) for r in records if int(r["step"]) in grid_at]
+    return sum(all(a[k] == b[k] for k in keys) for a, b in pairs), len(pairs)
+
+
+def long_run_rows(runs: Mapping[str, Sequence[Mapping[str, Any]]],
+                  grid_runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.DataFrame:
+    """One row per run of :data:`~sinkframes.training.text_lm.LONG` (sooner or never): how far it has been trained,
+    the tokens it has seen, the first step at which it had formed a sink (the grid's rule) or None, the largest
+    layer's first-token share and its lower 95 % bound at its last probe, Gu et al.'s sink-head share at step 8000
+    and at its last probe, and how many of its first probes equal its grid run's. A run not yet started has only its
+    name, position and seed."""
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    for name, recipe in LONG.items():
+        records = [r for r in runs.get(name, []) if r["step"] <= recipe.last_step]
+        row: dict[str, Any] = {"run": name, "position": recipe.position, "seed": recipe.seed,
+                               "planned": recipe.last_step, "step": None}
+        if records and records[0]["step"] == 0:
+            last = records[-1]
+            layer = max(range(len(last["first_share"])), key=lambda i: last["first_share"][i])
+            at8k = [r for r in records if r["step"] == FORMATION_STEP]
+            equal, compared = same_start(records, grid_runs.get(grid_name(recipe.position, recipe.seed), []))
+            row |= {"step": int(last["step"]), "tokens (M)": tokens_seen(int(last["step"])),
+                    "sink step": first_formed(records), "largest layer": layer,
+                    "share": last["first_share"][layer], "share low": last["first_low"][layer],
+                    "sink heads % at 8000": 100 * sink_head_share(at8k[0]) if at8k else None,
+                    "sink heads % now": 100 * sink_head_share(last), "loss": last["loss"],
+                    "equal probes": equal, "compared probes": compared}
+        rows.append(row)
+    whole = ["seed", "planned", "step", "sink step", "largest layer", "equal probes", "compared probes"]
+    table = pd.DataFrame(rows)
+    return table.astype({c: "Int64" for c in whole if c in table})
+
+
+def long_run_text(rows: pd.DataFrame) -> str:
+    """What each long run shows, as observed (one run per cell decides nothing statistically): when it formed a
+    sink, or that it had formed none by the step it reached, with the tokens seen then."""
+    parts = []
+    for _, r in rows.iterrows():
+        if r["step"] is None or _missing(r["step"]):
+            parts.append(f"`{r['run']}` has not been trained yet.")
+            continue
+        step, planned = int(r["step"]), int(r["planned"])
+        reach = (f"ran all {planned:,} steps" if step == planned
+                 else f"has reached step {step:,} of {planned:,} (stopped there)")
+        equal, compared = int(r["equal probes"]), int(r["compared probes"])
+        start = (f"its {compared} probes up to step {FORMATION_STEP:,} equal its grid run's" if equal == compared
+                 else f"{equal} of its {compared} probes up to step {FORMATION_STEP:,} equal its grid run's (the "
+                      "others differ: runs agree bit for bit only on the same software and CPU)")
+        if r["sink step"] is not None and not _missing(r["sink step"]):
+            sink = int(r["sink step"])
+            found = (f"formed a sink at step {sink:,} ({tokens_seen(sink):.0f}M tokens), "
+                     + ("after" if sink > FORMATION_STEP else "by") + f" the test's step {FORMATION_STEP:,}")
+        else:
+            found = (f"formed **no sink** by step {step:,} ({tokens_seen(step):.0f}M tokens): its largest layer share "
+                     f"is {r['share']:.3f} (layer {int(r['largest layer'])}, lower bound {r['share low']:.3f}), "
+                     f"against 0.5")
+        gu = f"{r['sink heads % now']:.1f} % of its heads are sink heads by Gu et al.'s metric at its last probe"
+        parts.append(f"`{r['run']}` {reach} and {found}; " + (f"{start}; " if compared else "") + f"{gu}.")
+    return " ".join(parts)
+
+
+def long_run_takeaway(rows: pd.DataFrame) -> str:
+    """One line per trained long run for the figure: where it formed a sink, or how far it went without one."""
+    said = []
+    for _, r in rows.iterrows():
+        if _missing(r["step"]):
+            continue
+        if not _missing(r["sink step"]):
+            said.append(f"{r['run']}: a sink at step {int(r['sink step']):,}")
+        else:
+            said.append(f"{r['run']}: no sink by step {int(r['step']):,}")
+    return "; ".join(said) + "." if said else ""
+
+
+def _missing(value: Any) -> bool:
+    """Whether a table cell is missing (None or NaN)."""
+    import pandas as pd
+
+    return bool(pd.isna(value))
 
 
 SPEC = register(Analysis(ANALYSIS, __name__))

@@ -151,3 +151,31 @@ def text_grid_curves(rows: pd.DataFrame, uniform: float, formed: float = 0.5) ->
                 Line2D([], [], color="0.3", lw=1.3, ls="--", label="other seeds")]
     fig.legend(handles=handles, fontsize=9, loc="outside lower center", ncols=3)
     return finish(fig)
+
+
+def long_run_curves(runs: dict[str, list[dict]], threshold: float = 0.3, formed: float = 0.5,
+                    test_step: int = 8000) -> Figure:
+    """The long runs (sooner or never) against training steps: the largest layer first-token share (left, the
+    formation line dashed) and the percentage of heads whose first-token share exceeds ``threshold`` (right, Gu et
+    al.'s sink metric); the formation test's step marked on both. One colour per position encoding."""
+    _style()
+    fig, axes = plt.subplots(1, 2, figsize=(8.6, 4.2), layout="constrained")
+    palette = plt.get_cmap("tab10")
+    colour = {p: palette(i) for i, p in enumerate(POSITIONS)}
+    for name, records in runs.items():
+        position = name.split("-")[1]
+        steps = [r["step"] for r in records]
+        heads = [[h for layer in r["head_share"] for h in layer] for r in records]
+        style = {"color": colour.get(position, "0.3"), "lw": 1.3, "label": name}
+        axes[0].plot(steps, [max(r["first_share"]) for r in records], **style)
+        axes[1].plot(steps, [100 * sum(h > threshold for h in hs) / len(hs) for hs in heads], **style)
+    for ax in axes:
+        ax.axvline(test_step, color="0.5", ls=":", lw=1)
+        ax.set_xlabel("training step")
+    axes[0].axhline(formed, color="0.3", ls="--", lw=1)
+    axes[0].text(0.02, formed + 0.02, "a sink has formed", transform=axes[0].get_yaxis_transform(), fontsize=9)
+    axes[0].set(title="largest layer first-token share", ylabel="first-token share", ylim=(0, 1))
+    axes[1].set(title=f"heads above {threshold} (Gu et al.'s metric), %", ylim=(0, 100))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=9, loc="outside lower center", ncols=3)
+    return finish(fig)
