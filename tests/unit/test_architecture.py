@@ -118,7 +118,8 @@ def test_result_keys_are_spelled_by_their_producers_alone():
 #: into; the page API the templates import (``book``) and the command line are on top, and nothing below them reaches
 #: back up. The build (``lib/sinkframes_build``) is a package of its own above all of them.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("_version", "types", "config", "files", "stats", "tensors", "threads", "notebook", "rehearsal", "paper"),
+    ("_version", "types", "config", "files", "stats", "tensors", "threads", "notebook", "rehearsal", "paper",
+     "code_digest"),
     ("manifest", "corpus"),
     ("models",),
     ("cache",),

@@ -154,7 +154,8 @@ def test_the_long_runs_report_when_a_sink_formed_or_how_far_none_did():
     assert list(rows.index) == list(tl.LONG)
     assert rows.loc["long-nope-s0", "step"] == 24000 and fm._missing(rows.loc["long-nope-s0", "sink step"])
     assert rows.loc["long-learned-s0", "sink step"] == 12000
-    assert rows.loc["long-nope-s0", "largest layer"] == 1 and rows.loc["long-nope-s0", "share low"] == pytest.approx(0.15)
+    assert rows.loc["long-nope-s0", "largest layer"] == 1
+    assert rows.loc["long-nope-s0", "share low"] == pytest.approx(0.15)
     assert rows.loc["long-nope-s0", "tokens (M)"] == pytest.approx(24000 * 32 * 128 / 1e6)
     assert rows.loc["long-nope-s0", "sink heads % at 8000"] == pytest.approx(50.0)
     # the first 33 probes (steps 0 to 8000) are compared with the grid run's: equal, or all different by 1e-4

@@ -19,6 +19,7 @@ import torch
 from scipy import stats as sps
 
 from .. import paper, stats
+from ..code_digest import reducer_version
 from ..extraction import capture
 from ..metrics import geometry, values
 from ..results import Analysis, ModelResult, Results, each_model, register, with_twin
@@ -51,7 +52,12 @@ class GeometryValuesReducer:
     """Per sample: geometry ``[layer, head]`` and value-space measures in both modes."""
 
     name: str = "geometry_values"
-    version: int = 4
+
+    @property
+    def version(self) -> str:
+        """The digest of this reducer's code (``code_digest``): it enters the cache key, so changed code never
+        reuses results cached by the old."""
+        return reducer_version(type(self))
 
     def key(self) -> dict[str, Any]:
         return {"reducer": self.name, "version": self.version}

@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 
 from .. import stats
+from ..code_digest import reducer_version
 from ..extraction import summarize
 from ..metrics import rmt
 from ..metrics.sinks import first_token_share, uniform_first_token_share
@@ -49,7 +50,12 @@ class RMTReducer:
     """Per-sample official and corrected spectral statistics of attention (``version`` enters cache keys)."""
 
     name: str = "rmt"
-    version: int = 3
+
+    @property
+    def version(self) -> str:
+        """The digest of this reducer's code (``code_digest``): it enters the cache key, so changed code never
+        reuses results cached by the old."""
+        return reducer_version(type(self))
 
     def key(self) -> dict[str, Any]:
         return {"reducer": self.name, "version": self.version, "faithful": list(rmt.FAITHFUL_METRICS),

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..code_digest import reducer_version
 from .positions import uniform_received
 from .sinks import SinkSummaryReducer, eligible_pairs, summaries_stacked
 
@@ -100,10 +101,15 @@ def frames_of_excess(ex: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
 class FrameSummaryReducer:
     """The sink summary of one sentence (:class:`~sinkframes.metrics.sinks.SinkSummaryReducer`) with each layer's
     frame (``frame``, ``frame_anchor``, ``frame_n_sinks``, ``frame_top``, ``frame_second``, each ``[layer]``).
-    ``version`` enters cache keys: bump it when the instrument changes."""
+    ``version``, the digest of its code, enters cache keys."""
 
     name: str = "frame_summary"
-    version: int = 1
+
+    @property
+    def version(self) -> str:
+        """The digest of this reducer's code (``code_digest``): it enters the cache key, so changed code never
+        reuses results cached by the old."""
+        return reducer_version(type(self))
 
     def key(self) -> dict:
         return {"reducer": self.name, "version": self.version, "sinks": SinkSummaryReducer().key(),

@@ -49,6 +49,7 @@ import numpy as np
 import torch
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence
 
+from ..code_digest import reducer_version
 from ..tensors import require_finite
 from ..types import MODES, Mode, check_mode
 from .arpack import eigsh_smallest_dense
@@ -458,16 +459,21 @@ class SpectralReducer:
     threshold in ``ALL_THRESHOLDS`` (the corrected and both faithful variants), and, if
     ``per_head``, ``{"head/<metric>": [layer, head]}`` for the corrected variant's degree statistics
     at ``head_threshold`` (per-head spectra at every threshold would cost more than the forward pass).
-    ``version`` enters cache keys: bump it when the output
-    changes (8: ARPACK's restarts seeded; 9: a weight within round-off of a threshold is not above it).
+    ``version``, the digest of its code, enters cache keys (the last hand-set version was 9: a weight within
+    round-off of a threshold is not above it; 8: ARPACK's restarts seeded).
     """
 
     per_head: bool = True
     head_threshold: float = 0.05
     head_metrics: tuple[str, ...] = ("star_basic", "centralization", "density_allowed")
     name: str = "spectral"
-    version: int = 9
     thresholds: tuple[float, ...] = field(default=ALL_THRESHOLDS)
+
+    @property
+    def version(self) -> str:
+        """The digest of this reducer's code (``code_digest``): it enters the cache key, so changed code never
+        reuses results cached by the old."""
+        return reducer_version(type(self))
 
     def key(self) -> dict:
         return {

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..code_digest import reducer_version
 from ..tensors import require_finite
 from ..types import Mode, check_mode
 from .sinks import REFERENCE_MIN_FRACTION, REFERENCE_MIN_SOURCES, REFERENCE_TAU, reference_tokens
@@ -293,12 +294,17 @@ def _corrected_summary(kl: torch.Tensor, dead: torch.Tensor, cols: torch.Tensor)
 class InformationReducer:
     """One sample's attention -> per-layer KL change and sink mass for every rule and mode.
 
-    Keeps ``O(layers x rules)`` numbers per sample (for ``extract.summarize``). ``version`` enters
-    the cache key: bump it when the summary changes.
+    Keeps ``O(layers x rules)`` numbers per sample (for ``extract.summarize``). ``version``, the digest of
+    its code, enters the cache key.
     """
 
     name: str = "information"
-    version: int = 2
+
+    @property
+    def version(self) -> str:
+        """The digest of this reducer's code (``code_digest``): it enters the cache key, so changed code never
+        reuses results cached by the old."""
+        return reducer_version(type(self))
 
     def key(self) -> dict:
         return {

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from ..code_digest import reducer_version
 from .sinks import SinkSummaryReducer, received_share
 
 SINK_MIN_EXCESS = 0.1
@@ -79,7 +80,12 @@ class PositionReducer:
 
     min_excess: float = SINK_MIN_EXCESS
     min_sources: int = SINK_MIN_SOURCES
-    version: int = 1
+
+    @property
+    def version(self) -> str:
+        """The digest of this reducer's code (``code_digest``): it enters the cache key, so changed code never
+        reuses results cached by the old."""
+        return reducer_version(type(self))
 
     def key(self) -> dict[str, Any]:
         return {"reducer": "position_summary", "version": self.version, "min_excess": self.min_excess,

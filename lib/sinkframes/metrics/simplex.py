@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..code_digest import reducer_version
 from ..tensors import require_finite
 
 
@@ -288,12 +289,17 @@ def row_descriptors(attn: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]
 class SimplexSummaryReducer:
     """One sample's attention -> per-layer/head means over queries of the row descriptors.
 
-    For ``extract.summarize``: keeps ``O(layers x heads)`` numbers per sample. ``version`` enters
-    cache keys: bump it when the summary changes.
+    For ``extract.summarize``: keeps ``O(layers x heads)`` numbers per sample. ``version``, the digest of
+    its code, enters cache keys.
     """
 
     name: str = "simplex_summary"
-    version: int = 2
+
+    @property
+    def version(self) -> str:
+        """The digest of this reducer's code (``code_digest``): it enters the cache key, so changed code never
+        reuses results cached by the old."""
+        return reducer_version(type(self))
 
     def key(self) -> dict:
         return {"reducer": self.name, "version": self.version}

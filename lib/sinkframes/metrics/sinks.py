@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..code_digest import reducer_version
 from ..tensors import require_finite
 
 REFERENCE_TAU = 0.1
@@ -138,14 +139,19 @@ class SinkSummaryReducer:
     """Turns one sample's attention into the small per-layer/head summary the chapter needs.
 
     Used by ``extract.summarize`` so that only ``O(layers x heads)`` numbers per sample are kept.
-    ``version`` enters cache keys: bump it when the summary changes.
+    ``version``, the digest of its code, enters cache keys.
     """
 
     tau: float = REFERENCE_TAU
     min_fraction: float = REFERENCE_MIN_FRACTION
     min_sources: int = REFERENCE_MIN_SOURCES
     name: str = "sink_summary"
-    version: int = 1
+
+    @property
+    def version(self) -> str:
+        """The digest of this reducer's code (``code_digest``): it enters the cache key, so changed code never
+        reuses results cached by the old."""
+        return reducer_version(type(self))
 
     def key(self) -> dict:
         return {

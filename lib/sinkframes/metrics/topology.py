@@ -65,6 +65,7 @@ import numpy as np
 import torch
 from pyRipser import doRipsFiltrationDMSparse as _ripser_sparse
 
+from ..code_digest import reducer_version
 from ..tensors import require_finite
 from ..threads import single_torch_thread
 from .sinks import received_share
@@ -701,7 +702,12 @@ class TopologyReducer:
 
     max_tokens: int = FAITHFUL_MAX_TOKENS
     name: str = "topology"
-    version: int = 3  # 3: thresholds met within round-off (SCALE_TOLERANCE)
+
+    @property
+    def version(self) -> str:
+        """The digest of this reducer's code (``code_digest``): it enters the cache key, so changed code never
+        reuses results cached by the old."""
+        return reducer_version(type(self))
 
     def key(self) -> dict[str, Any]:
         return {
