@@ -47,6 +47,10 @@ def _cmd_toc(args: argparse.Namespace) -> int:
             from sinkframes.report import reproduction_map
 
             (root / reproduction_map.PAGE).write_text(reproduction_map.page_markdown())
+            from .readme import with_models_table
+
+            readme = root / "README.md"
+            readme.write_text(with_models_table(readme.read_text()))
             for page in m.pages:  # the templates' install cells follow _config.yml's repository
                 nb = nbformat.read(root / page.template, as_version=4)
                 if set_install_cell(nb, url, branch):
