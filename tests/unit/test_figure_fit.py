@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -112,7 +114,10 @@ def test_each_model_keeps_one_colour_across_the_book():
     from sinkframes.figures.style import model_colour
 
     assert model_colour("smollm2") != model_colour("gemma3") != model_colour("minilm")
-    offline = ["minilm", "smollm2", "gemma3", "qwen05", "mpnet", "nomic", "e5small", "qwen15"]
+    from sinkframes.models.registry import OFFLINE_MODELS
+
+    offline = list(OFFLINE_MODELS)
+    assert len(offline) >= 8 and all(re.fullmatch(r"#[0-9a-f]{6}", OFFLINE_MODELS[m].colour) for m in offline)
     assert len({model_colour(m) for m in offline}) == len(offline)  # no two offline models share a colour
     assert model_colour("random:smollm2") == model_colour("smollm2")  # a twin: the same colour, dashed
     assert model_colour("smollm2 (force BOS)") == model_colour("smollm2")
@@ -162,8 +167,10 @@ def test_the_seven_default_models_are_told_apart_in_one_plot():
     import itertools
 
     from sinkframes.figures.style import model_colour
+    from sinkframes.models.registry import DEFAULT_OFFLINE
 
-    default = ["smollm2", "gemma3", "qwen05", "minilm", "mpnet", "nomic", "e5small"]
+    default = list(DEFAULT_OFFLINE)
+    assert len(default) == 7
     closest = min(float(np.linalg.norm(_lab(model_colour(a)) - _lab(model_colour(b))))
                   for a, b in itertools.combinations(default, 2))
     assert closest > 40

@@ -205,7 +205,8 @@ def test_the_models_table_refuses_a_record_that_leaves_a_column_empty(monkeypatc
 
 @pytest.mark.parametrize("key", sorted(OFFLINE_MODELS))
 def test_every_offline_model_has_its_colour(key):
-    assert key in _KNOWN_COLOUR, f"give `{key}` a colour in figures/style.py (_KNOWN_COLOUR)"
+    assert OFFLINE_MODELS[key].colour, f"give `{key}` its colour in its registry record (colour)"
+    assert _KNOWN_COLOUR[key] == OFFLINE_MODELS[key].colour
 
 
 @pytest.mark.parametrize("key", sorted(OFFLINE_MODELS))

@@ -27,6 +27,8 @@ from matplotlib.gridspec import GridSpec
 from matplotlib.layout_engine import ConstrainedLayoutEngine, PlaceHolderLayoutEngine
 from matplotlib.text import Text
 
+from ..models.registry import OFFLINE_MODELS
+
 DPI = 96
 #: the widest figure shown at its own size in a cell's output area (6.9 in = 662 px at 96 dpi)
 COLUMN_IN = 6.9
@@ -45,9 +47,7 @@ def _style() -> None:
 #: that differ pairwise by at least 43 in CIELAB (delta E 1976; the closest pair is blue and grey), chosen from the
 #: colour-blind palette and Paul Tol's muted scheme (its indigo) with black; the palette's orange and tan (37
 #: apart) and its two pinks (21) were too alike to tell apart in a seven-line plot
-_KNOWN_COLOUR = {"smollm2": "#0173b2", "gemma3": "#de8f05", "minilm": "#029e73", "qwen05": "#cc78bc",
-                 "mpnet": "#000000", "nomic": "#332288", "e5small": "#949494",
-                 "llama-6x64 (trained here)": "#ca9161", "qwen15": "#56b4e9"}
+_KNOWN_COLOUR = {**{key: m.colour for key, m in OFFLINE_MODELS.items()}, "llama-6x64 (trained here)": "#ca9161"}
 _KNOWN_ORDER = tuple(_KNOWN_COLOUR)
 
 

@@ -44,6 +44,9 @@ class OfflineModel:
     tuning: str = "base"  # base or instruct (or what it was fine-tuned for)
     licence: str = ""
     stands_for: str = ""  # the paper's model(s) it stands in for
+    #: its colour in every figure (hex); a default model's is more than 40 apart in CIELAB from every other default
+    #: model's, so that one plot tells all of them apart (``tests/unit/test_figure_fit.py``)
+    colour: str = ""
     #: the transformers class the converted folder needs, and the first release that has it (None: any 5.x)
     needs: tuple[str, str] | None = None
 
@@ -87,6 +90,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="sentence embedding (contrastive)",
         licence="Apache-2.0",
         stands_for="BERT-base (the paper's bert-base-uncased)",
+        colour="#029e73",
     ),
     "smollm2": OfflineModel(
         "smollm2",
@@ -104,6 +108,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="instruct",
         licence="Apache-2.0",
         stands_for="Llama-3.2-1B (standard RoPE decoder)",
+        colour="#0173b2",
     ),
     "gemma3": OfflineModel(
         "gemma3",
@@ -125,6 +130,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="base",
         licence="Gemma Terms of Use",
         stands_for="Gemma-7B (standard RoPE decoder)",
+        colour="#de8f05",
     ),
     "qwen05": OfflineModel(
         "qwen05",
@@ -145,6 +151,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         licence="Apache-2.0",
         stands_for="Qwen2.5-3B / 7B (the paper's distributed frame); a 0.5B Coder-Instruct model with 4- to 8-bit "
         "weights, not the paper's base models",
+        colour="#cc78bc",
     ),
     "qwen15": OfflineModel(
         "qwen15",
@@ -165,6 +172,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         licence="Apache-2.0",
         stands_for="Qwen2.5-3B / 7B (the paper's distributed frame), the second size of a two-point scale "
         "comparison; a 1.5B Coder-Instruct model with 4- to 8-bit weights, not the paper's base models",
+        colour="#56b4e9",
     ),
     "mpnet": OfflineModel(
         "mpnet",
@@ -184,6 +192,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="sentence embedding (contrastive)",
         licence="Apache-2.0",
         stands_for="BERT-base (the paper's bert-base-uncased)",
+        colour="#000000",
     ),
     "nomic": OfflineModel(
         "nomic",
@@ -206,6 +215,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="text embedding (contrastive)",
         licence="Apache-2.0",
         stands_for="no paper model: a RoPE encoder, to separate encoder vs decoder from absolute vs rotary",
+        colour="#332288",
         needs=("NomicBertModel", "5.5.0"),
     ),
     "e5small": OfflineModel(
@@ -227,6 +237,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="text embedding (contrastive)",
         licence="MIT",
         stands_for="XLM-RoBERTa (the paper's xlm-roberta-large)",
+        colour="#949494",
     ),
 }
 
