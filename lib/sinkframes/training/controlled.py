@@ -182,16 +182,29 @@ def check_kinds() -> list[RunSpec]:
         RunSpec("encoder", "learned", n, 0) for n in (*GRID_ATTENTIONS, "gated")]
 
 
-def check(folder: Path = CHECKPOINT_DIR, step: int = 64, runs: list[RunSpec] | None = None) -> dict[str, float]:
-    """Retrain the first ``step`` steps of each run and compare with the committed checkpoint:
-    ``{run: largest absolute difference}`` (0.0 means bit for bit)."""
+def float16_steps(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest difference between two tensors of float16 values, in float16 rounding steps at the larger
+    magnitude of each pair (the spacing of float16 numbers there; subnormals share the smallest normal's spacing).
+    Another CPU's float32 kernels round differently, which can move a stored float16 weight by one step."""
+    a, b = a.float(), b.float()
+    magnitude = torch.maximum(a.abs(), b.abs()).clamp_min(2.0**-14)
+    spacing = torch.exp2(torch.floor(torch.log2(magnitude)) - 10)  # float16 has 10 fraction bits
+    return float(((a - b).abs() / spacing).max())
+
+
+def check(folder: Path = CHECKPOINT_DIR, step: int = 64, runs: list[RunSpec] | None = None,
+          plan: GridPlan | None = None) -> dict[str, tuple[float, float]]:
+    """Retrain the first ``step`` steps of each run (under ``plan``, the grid's by default) and compare with the
+    committed checkpoint: ``{run: (largest absolute difference, largest difference in float16 steps)}``. ``(0, 0)``
+    is bit for bit (the same software and CPU instruction set); at most one step is another CPU's rounding of the
+    same training; a changed recipe moves weights by hundreds of steps."""
     from safetensors.torch import load_file
 
     out = {}
     for spec in check_kinds() if runs is None else runs:
-        saved, _, _ = train_run(spec, stop=step)
+        saved, _, _ = train_run(spec, plan=plan or GridPlan(), stop=step)
         committed = load_file(str(folder / f"{spec.name}.safetensors"))
-        diff = max(float((v.float() - committed[f"step{step}.{k}"].float()).abs().max())
-                   for k, v in saved[step].items())
-        out[spec.name] = diff
+        pairs = [(v, committed[f"step{step}.{k}"]) for k, v in saved[step].items()]
+        out[spec.name] = (max(float((v.float() - c.float()).abs().max()) for v, c in pairs),
+                          max(float16_steps(v, c) for v, c in pairs))
     return out
