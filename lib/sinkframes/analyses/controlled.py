@@ -34,6 +34,7 @@ from ..metrics.frames import FrameSummaryReducer
 from ..metrics.positions import TIED, sink_location
 from ..metrics.sinks import received_share
 from ..results import Analysis, ModelResult, register
+from ..threads import single_torch_thread
 from ..training.controlled import CHECKPOINT_DIR, RunSpec, load_checkpoint, load_index
 from ..training.sink_task import TASK, SinkTask
 from ..types import Mode
@@ -121,7 +122,11 @@ def measure_grid(folder: Path = CHECKPOINT_DIR, positions: list[str] | None = No
         spec = RunSpec(entry["architecture"], entry["position"], entry["attention"], int(entry["seed"]))
         if (positions is not None and spec.position not in positions) or (seeds is not None and spec.seed not in seeds):
             continue
-        run_rows = measure_run(spec, steps, folder, task)
+        # one thread: the tiny models' ops are microseconds each, and split over threads on a busy machine every op
+        # waits for all of them (chapter 9 beside two training runs: this loop took 546 s on two threads, 62 s on one,
+        # with the same page text)
+        with single_torch_thread():
+            run_rows = measure_run(spec, steps, folder, task)
         sink, loss = first_step(run_rows, "sink"), first_step(run_rows, "loss")
         for row in run_rows:
             rows.append({"run": name, "cell": spec.cell, "architecture": spec.architecture,
