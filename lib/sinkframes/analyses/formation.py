@@ -269,7 +269,7 @@ def long_run_text(rows: pd.DataFrame) -> str:
     sink, or that it had formed none by the step it reached, with the tokens seen then."""
     parts = []
     for _, r in rows.iterrows():
-        if r["step"] is None or _missing(r["step"]):
+        if _missing(r["step"]):
             parts.append(f"`{r['run']}` has not been trained yet.")
             continue
         step, planned = int(r["step"]), int(r["planned"])
@@ -279,7 +279,7 @@ def long_run_text(rows: pd.DataFrame) -> str:
         start = (f"its {compared} probes up to step {FORMATION_STEP:,} equal its grid run's" if equal == compared
                  else f"{equal} of its {compared} probes up to step {FORMATION_STEP:,} equal its grid run's (the "
                       "others differ: runs agree bit for bit only on the same software and CPU)")
-        if r["sink step"] is not None and not _missing(r["sink step"]):
+        if not _missing(r["sink step"]):
             sink = int(r["sink step"])
             found = (f"formed a sink at step {sink:,} ({tokens_seen(sink):.0f}M tokens), "
                      + ("after" if sink > FORMATION_STEP else "by") + f" the test's step {FORMATION_STEP:,}")
