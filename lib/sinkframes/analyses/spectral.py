@@ -583,39 +583,52 @@ def centralization(r: ModelResult, mode: Mode) -> Estimate | None:
     return boot(_thr_mean(_graph(r, mode, "centralization")), lambda m: float(np.nanmean(m)), seed_of(r))
 
 
-def _ratio_stat(n_layers: int, combine: Callable[[dict[str, float]], float]
-                ) -> Callable[[np.ndarray], float]:
+#: a ratio of region means: ``{"early", "middle", "late"} -> [..., threshold]`` arrays in, ``[..., threshold]`` out
+Combine = Callable[[dict[str, np.ndarray]], np.ndarray]
+
+
+def _ratio_stat(n_layers: int, combine: Combine) -> Callable[[np.ndarray], Any]:
     """Statistic of ``[threshold, layer]`` means: ``combine`` of the region means at each threshold (a
     ratio, so that every threshold weighs the same whatever its scale), combined over the thresholds where it is
     defined by the geometric mean (the mean of the log-ratios): a ratio of 2 and one of 1/2 cancel, as they
-    should, where an arithmetic mean would read 1.25."""
+    should, where an arithmetic mean would read 1.25.
+
+    Batched (``boot`` calls it once on every resample's means, ``[boot, threshold, layer] -> [boot]``): a
+    region's mean is a ``nanmean`` over its layers, summed along a contiguous last axis as it was row by row, so
+    each resample gets the value the one-at-a-time statistic gave (``tests/unit/test_spectral_ratio_batched.py``)."""
     reg = stats.layer_regions(n_layers)
 
-    def per_threshold(m: np.ndarray) -> np.ndarray:
-        out = []
-        for row in m:
-            g = {k: float(np.nanmean(row[v])) if v else math.nan for k, v in reg.items()}
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                try:
-                    out.append(float(combine(g)))
-                except ZeroDivisionError:
-                    out.append(math.nan)
-        return np.array(out)
+    def stat(m: np.ndarray) -> np.ndarray:
+        m = np.asarray(m, dtype=float)  # [..., threshold, layer]
+        nan = np.full(m.shape[:-1], math.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN regions and 0/0: NaN, as intended
+            # a contiguous copy, so that each region is summed as one row (the order a row-by-row mean sums in)
+            g = {k: np.nanmean(np.ascontiguousarray(m[..., v]), axis=-1) if v else nan
+                 for k, v in reg.items()}  # [..., threshold]
+            v = np.asarray(combine(g), dtype=float)  # [..., threshold]
+            ok = np.isfinite(v) & (v > 0)
+            logs = np.where(ok, np.log(np.where(ok, v, 1.0)), 0.0)  # a left-out threshold adds an exact 0
+            count = ok.sum(-1)
+            return np.where(count > 0, np.exp(logs.sum(-1) / np.maximum(count, 1)), math.nan)  # [...]
 
-    def stat(m: np.ndarray) -> float:
-        v = per_threshold(m)
-        v = v[np.isfinite(v) & (v > 0)]
-        return float(np.exp(np.log(v).mean())) if v.size else math.nan
-
+    stat.batched = True  # type: ignore[attr-defined]
     return stat
 
 
-def _div(a: float, b: float) -> float:
-    return a / b if b > 0 and math.isfinite(a) and math.isfinite(b) else math.nan
+def _div(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+    """``a / b`` where ``b > 0`` and both are finite, NaN elsewhere (element-wise)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((b > 0) & np.isfinite(a) & np.isfinite(b), a / np.where(b > 0, b, 1.0), math.nan)
 
 
-def _ratio_measure(name: str, metric: str, combine: Callable[[dict[str, float]], float], what: str) -> None:
+def _first_min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Python's ``min(a, b)`` element-wise: ``b`` only where it is smaller, so a NaN in ``a`` stays."""
+    return np.where(b < a, b, a)
+
+
+def _ratio_measure(name: str, metric: str, combine: Combine, what: str) -> None:
     """A region ratio of a graph metric per paper threshold, its geometric mean over thresholds, with the layer-order
     null and one interval per threshold (so that a profile that reverses at some thresholds shows it)."""
     from ..metrics.graphs import PAPER_THRESHOLDS
@@ -643,15 +656,15 @@ def _ratio_measure(name: str, metric: str, combine: Callable[[dict[str, float]],
     LAYER_SHAPES[name] = shape
 
 
-def _middle_peak(g: dict[str, float]) -> float:
+def _middle_peak(g: dict[str, np.ndarray]) -> np.ndarray:
     """min(middle / early, middle / late): above 1 when the middle third peaks."""
-    return min(_div(g["middle"], g["early"]), _div(g["middle"], g["late"]))
+    return _first_min(_div(g["middle"], g["early"]), _div(g["middle"], g["late"]))
 
 
 _ratio_measure("spectral.lambda2_peak_ratio", "fiedler", _middle_peak,
                "min(middle / early, middle / late) of the layer-mean algebraic connectivity")
 _ratio_measure("spectral.lambda2_dip_ratio", "fiedler",
-               lambda g: min(_div(g["early"], g["middle"]), _div(g["late"], g["middle"])),
+               lambda g: _first_min(_div(g["early"], g["middle"]), _div(g["late"], g["middle"])),
                "min(early / middle, late / middle) of the layer-mean algebraic connectivity")
 _ratio_measure("spectral.lambda2_middle_over_early", "fiedler", lambda g: _div(g["middle"], g["early"]),
                "middle / early layer-mean algebraic connectivity")
