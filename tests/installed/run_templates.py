@@ -13,12 +13,15 @@ import json
 import os
 import shutil
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import papermill as pm
 
-from sinkframes.manifest import PACKAGED_MANIFEST, load_manifest
+from sinkframes.manifest import PACKAGED_MANIFEST, Page, load_manifest
+from sinkframes.threads import ENV as THREADS_ENV
 from sinkframes.verdicts.store import ENV as VERDICTS_ENV
 
 # the build package is not installed (the wheel holds the science and the page API): this runner reads executed
@@ -44,11 +47,51 @@ def kernel_facts(work: Path) -> dict[str, str]:
     return json.loads("".join(o.get("text", "") for o in out if o.get("name") == "stdout"))
 
 
+class _KernelStart:
+    """Held from a page's start until its kernel runs: two kernels started at once in one process can be handed
+    the same free port (the second then fails with "Address already in use"), so kernels start one at a time."""
+
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._lock.acquire()
+        self._held = True
+
+    def done(self, **_: object) -> None:
+        if self._held:
+            self._held = False
+            self._lock.release()
+
+
+def run_page(page: Page, templates: Path, out: Path, work: Path) -> list[str]:
+    """Execute ``page``'s template with the smoke profile into ``out``; the problems found (none when it ran clean)."""
+    target = out / f"{page.id}.ipynb"
+    print(f"[installed] {page.id} ...", flush=True)
+    starting = _KernelStart()
+    try:
+        pm.execute_notebook(str(templates / Path(page.template).name), str(target),
+                            parameters=page.params_for("smoke"), cwd=str(work), progress_bar=False,
+                            kernel_name="python3", execution_timeout=page.timeout,
+                            on_notebook_start=starting.done)
+    except Exception as exc:  # noqa: BLE001 - every page is tried; failures are listed together
+        return [f"{page.id}: {type(exc).__name__}: {str(exc)[-1500:]}"]
+    finally:
+        starting.done()
+    problems = []
+    if errors := has_error_output(target):
+        problems.append(f"{page.id}: error outputs {errors}")
+    if failed := failed_models(target):
+        problems.append(f"{page.id}: failed models {failed}")
+    print(f"[installed] {page.id}: {'ok' if not problems else 'FAILED'}", flush=True)
+    return problems
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--templates", type=Path, required=True, help="the checkout's notebooks/ folder")
     ap.add_argument("--work", type=Path, required=True, help="scratch folder outside the repository")
     ap.add_argument("--floor", type=Path, required=True, help="requirements-floor.txt (the expected versions)")
+    ap.add_argument("--jobs", type=int, default=2, help="templates executed at once (default 2)")
     args = ap.parse_args()
     work = args.work.resolve()
     floor = dict(line.split("==") for line in args.floor.read_text().splitlines()
@@ -69,20 +112,14 @@ def main() -> int:
     shutil.copytree(args.templates, templates, ignore=shutil.ignore_patterns("*.yml", ".ipynb_checkpoints"))
     out.mkdir()
     os.environ[VERDICTS_ENV] = str(out / "verdicts")
-    for page in sorted(m.pages, key=lambda p: p.run_last):  # the scorecard reads what the others saved
-        target = out / f"{page.id}.ipynb"
-        print(f"[installed] {page.id} ...", flush=True)
-        try:
-            pm.execute_notebook(str(templates / Path(page.template).name), str(target),
-                                parameters=page.params_for("smoke"), cwd=str(work), progress_bar=False,
-                                kernel_name="python3", execution_timeout=page.timeout)
-        except Exception as exc:  # noqa: BLE001 - every page is tried; failures are listed together
-            problems.append(f"{page.id}: {type(exc).__name__}: {str(exc)[-1500:]}")
-            continue
-        if errors := has_error_output(target):
-            problems.append(f"{page.id}: error outputs {errors}")
-        if failed := failed_models(target):
-            problems.append(f"{page.id}: failed models {failed}")
+    # the pages in two kernels at a time, one thread each (the machine's two cores); the scorecard last, since it
+    # reads what the others saved
+    os.environ.setdefault(THREADS_ENV, "1")
+    first, last = [p for p in m.pages if not p.run_last], [p for p in m.pages if p.run_last]
+    for group in (first, last):
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for found in pool.map(lambda page: run_page(page, templates, out, work), group):
+                problems.extend(found)
     if problems:
         print("[installed] FAILED:\n" + "\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         return 1
