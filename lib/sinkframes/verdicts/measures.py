@@ -108,7 +108,7 @@ def layer_order_null(name: str, r: ModelResult, mode: Mode) -> Estimate | None:
         m = np.nanmean(np.asarray(x, dtype=float), 0)  # [..., layer]
         rng = np.random.default_rng(seed_of(r) + 7919)
         orders, exact = _orders(m.shape[-1], rng)
-        if getattr(stat, "batched", False):  # every order at once: [order, ..., layer] -> [order]
+        if _batched(stat):  # every order at once: [order, ..., layer] -> [order]
             draws = np.asarray(stat(np.moveaxis(m[..., orders], -2, 0)), dtype=float).reshape(len(orders))
         else:
             draws = np.array([stat(m[..., order]) for order in orders], dtype=float)  # [order]
@@ -177,13 +177,19 @@ def seed_of(r: ModelResult) -> int:
     return int(r.params.get("seed", 0))
 
 
+def _batched(stat: Callable[[np.ndarray], float]) -> bool:
+    """Whether ``stat`` is marked ``batched``: it takes a stack of inputs on its leading axis and returns one value
+    per input (``analyses.spectral``'s region-ratio statistics)."""
+    return bool(getattr(stat, "batched", False))
+
+
 def _draws(stat: Callable[[np.ndarray], float], means: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """``stat`` of each resample's ``means``. With few sentences the same resample is drawn many times (3
     sentences: 27 possible draws of 3): ``stat`` then runs once per distinct draw and the others copy its value,
     the same value it would compute again (the same rows give the same means). A ``stat`` marked ``batched``
     takes every resample's means at once."""
     n_boot, n = idx.shape
-    if getattr(stat, "batched", False):  # one call on every resample's means, ``[boot, ...] -> [boot]``
+    if _batched(stat):  # one call on every resample's means, ``[boot, ...] -> [boot]``
         return np.asarray(stat(means), dtype=float).reshape(n_boot)
     if n ** n >= DEDUP_RESAMPLES * n_boot:  # few repeats to expect: one call per draw
         return np.array([stat(m) for m in means], dtype=float)
