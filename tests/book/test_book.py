@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import copy
 import json
+import os
 import re
 from pathlib import Path
 
@@ -282,9 +283,16 @@ def smoke_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("smoke")
 
 
+#: set by .ci/run, which runs `make test-installed` beside `make test`: every template then runs with the smoke profile
+#: there (from an installed copy, with the same checks: tests/installed/run_templates.py), not twice
+SMOKE_IN_INSTALLED = "SINKFRAMES_SMOKE_IN_INSTALLED"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("page", sorted(M.pages, key=lambda p: p.run_last), ids=lambda p: p.id)
 def test_smoke_run_of_every_template(page, smoke_dir):
+    if os.environ.get(SMOKE_IN_INSTALLED) == "1":
+        pytest.skip("this template runs with the smoke profile in make test-installed, beside this run (.ci/run)")
     out = execute.run_page(page, "smoke", ROOT, smoke_dir)
     assert out.exists() and execute.has_error_output(out) == []
     # the result box, a caption under every figure, no raw Python values (sinkframes_build.page_checks)
