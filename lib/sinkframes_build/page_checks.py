@@ -13,10 +13,14 @@ renders (Markdown before HTML before plain text; an image's plain-text fallback 
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from sinkframes.book.figure_caption import CAPTION_PREFIX, OVERLAP_NOTE
+from sinkframes.manifest import Page
 from sinkframes.report.page_verdicts import BOX_TITLE
 
 #: a Python dict printed as text: an opening brace, a quoted key and a colon (HTML-escaped quotes too)
@@ -109,4 +113,38 @@ def page_problems(nb: Any, section: bool) -> list[str]:
     problems += [f"cell {i}: a raw Python value in the text: {excerpt!r}" for i, excerpt in raw_values(nb)]
     problems += [f"cell {i}: {text[text.index(OVERLAP_NOTE):][:200]}" for i, text in rendered_texts(nb)
                  if OVERLAP_NOTE in text]
+    return problems
+
+
+def verdict_savers(pages: Sequence[Page]) -> set[str]:
+    """The pages that must save verdicts of their own: every section page (not a family page, not the scorecard)."""
+    return {p.id for p in pages if not p.run_last and "family" not in p.params_for("smoke")}
+
+
+def saved_verdict_problems(page_id: str, folder: Path) -> list[str]:
+    """What is wrong with the verdicts one section page saved in ``folder`` on a smoke run: none saved, or saved
+    with another profile's label (a page run with its manifest parameters must not be labelled custom)."""
+    path = folder / f"{page_id}.json"
+    if not path.is_file():
+        return [f"{page_id} saved no verdicts"]
+    if (profile := json.loads(path.read_text())["profile"]) != "smoke":
+        return [f"{page_id}: its verdicts are labelled {profile!r}, not 'smoke'"]
+    return []
+
+
+def verdict_problems(pages: Sequence[Page], folder: Path) -> list[str]:
+    """What is wrong with the verdicts a smoke run of every page saved in ``folder``: every section page saves its
+    own, labelled with the smoke profile; a family page that ran a model may save its reading of the claims the
+    section pages decide, a pipeline check nothing (the scorecard, run last, reads them)."""
+    savers = verdict_savers(pages)
+    readers = {p.id for p in pages if not p.params_for("smoke").get("pipeline_check", True)}
+    saved = {p.stem for p in folder.glob("*.json")}
+    problems = []
+    if not savers <= saved <= savers | readers:
+        problems.append(f"saved verdicts {sorted(saved)}: expected every section page's {sorted(savers)}, and "
+                        f"otherwise only the family pages' {sorted(readers)}")
+    if "appendix_h_encoders" not in saved:  # the encoders' appendix reads claims chapters 3-5 decide
+        problems.append("appendix_h_encoders saved no verdicts")
+    for page_id in sorted(savers & saved):
+        problems += saved_verdict_problems(page_id, folder)
     return problems

@@ -299,17 +299,11 @@ def test_smoke_run_of_every_template(page, smoke_dir):
     assert page_checks.page_problems(nbformat.read(out, as_version=4), section=not page.run_last) == []
     assert not list(smoke_dir.glob(".*.running.ipynb"))
     # the section pages save their verdicts beside their copies; a family page that ran a model saves its own
-    # reading of the claims the section pages decide (not counted), a pipeline check nothing; the scorecard, run
-    # last, reads them
-    savers = sorted(p.id for p in M.pages if not p.run_last and "family" not in p.params_for("smoke"))
-    readers = {p.id for p in M.pages if not p.params_for("smoke").get("pipeline_check", True)}
+    # reading of the claims the section pages decide, a pipeline check nothing; the scorecard, run last, reads them
     if page.run_last:
-        saved = {p.stem for p in (smoke_dir / "verdicts").glob("*.json")}
-        assert set(savers) <= saved <= set(savers) | readers, (saved, savers, readers)
-        assert "appendix_h_encoders" in saved  # the encoders' appendix reads claims chapters 3-5 decide
-    elif page.id in savers:
-        saved = json.loads((smoke_dir / "verdicts" / f"{page.id}.json").read_text())
-        assert saved["profile"] == "smoke", "a page run with its manifest parameters must not be labelled custom"
+        assert page_checks.verdict_problems(M.pages, smoke_dir / "verdicts") == []
+    elif page.id in page_checks.verdict_savers(M.pages):
+        assert page_checks.saved_verdict_problems(page.id, smoke_dir / "verdicts") == []
 
 
 def test_failed_page_is_reported_and_leaves_nothing(tmp_path, monkeypatch, capsys):

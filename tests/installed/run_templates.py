@@ -29,7 +29,7 @@ from sinkframes.verdicts.store import ENV as VERDICTS_ENV
 # imported
 sys.path.append(str(Path(__file__).resolve().parents[2] / "lib"))
 from sinkframes_build.execute import failed_models, has_error_output  # noqa: E402
-from sinkframes_build.page_checks import page_problems  # noqa: E402
+from sinkframes_build.page_checks import page_problems, verdict_problems  # noqa: E402
 
 PROBE = ("import importlib.util, json, sys, sinkframes, transformers\nprint(json.dumps({'python': sys.executable, "
          "'sinkframes': sinkframes.__file__, 'transformers': transformers.__version__, "
@@ -87,25 +87,6 @@ def run_page(page: Page, templates: Path, out: Path, work: Path) -> list[str]:
     problems += [f"{page.id}: {p}" for p in page_problems(nbformat.read(target, as_version=4),
                                                            section=not page.run_last)]
     print(f"[installed] {page.id}: {'ok' if not problems else 'FAILED'}", flush=True)
-    return problems
-
-
-def verdict_problems(pages: list[Page], folder: Path) -> list[str]:
-    """What is wrong with the verdicts the pages saved in ``folder``: every section page saves its own, labelled
-    with the smoke profile; a family page that ran a model may save its reading of the claims the section pages
-    decide, a pipeline check nothing (the scorecard, run last, reads them)."""
-    savers = {p.id for p in pages if not p.run_last and "family" not in p.params_for("smoke")}
-    readers = {p.id for p in pages if not p.params_for("smoke").get("pipeline_check", True)}
-    saved = {p.stem for p in folder.glob("*.json")}
-    problems = []
-    if not savers <= saved <= savers | readers:
-        problems.append(f"saved verdicts {sorted(saved)}: expected every section page's {sorted(savers)}, and "
-                        f"otherwise only the family pages' {sorted(readers)}")
-    if "appendix_h_encoders" not in saved:  # the encoders' appendix reads claims chapters 3-5 decide
-        problems.append("appendix_h_encoders saved no verdicts")
-    for page_id in sorted(savers & saved):
-        if (profile := json.loads((folder / f"{page_id}.json").read_text())["profile"]) != "smoke":
-            problems.append(f"{page_id}: its verdicts are labelled {profile!r}, not 'smoke'")
     return problems
 
 
