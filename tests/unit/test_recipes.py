@@ -1,6 +1,7 @@
 """The two recipes of CONTRIBUTING.md, checked against the code: each test fails when a step of a recipe is missed.
 
-"Add a model": every offline model has its row in the README's models table, its colour and its packages pinned.
+"Add a model": every offline model has its row in the README's models table, its colour and its packages pinned;
+every default model runs on a page and has a real-model test, and the README counts the models as the registry.
 "Add an analysis": every analysis module is registered, declares measures, is shown by a page of the manifest and
 has its row in the recipe's table; the recipe names every file that keeps analyses or pages by name, and every file
 it names exists. No model is loaded.
@@ -181,6 +182,39 @@ def test_the_default_offline_models_are_registered_and_the_manifest_runs_no_othe
         assert set(named) <= set(DEFAULT_OFFLINE), f"{page.id}: add the key to DEFAULT_OFFLINE"
         other = [m for m in page.parameters["offline"].get("models", []) if not str(m).startswith(("tiny:", "random:"))]
         assert set(other) <= set(OFFLINE_MODELS), f"{page.id}: {other} is not an offline key"
+
+
+@pytest.mark.parametrize("key", sorted(DEFAULT_OFFLINE))
+def test_every_default_offline_model_runs_on_a_page_and_has_a_real_model_test(key):
+    """Steps 5 and 8: a default model's key is in some page's offline entry, and the real-model tests name it."""
+    running = [p.id for p in MANIFEST.pages if key in p.parameters["offline"].get("models", [])]
+    assert running, f"`{key}` is in DEFAULT_OFFLINE but no page's offline entry runs it (notebooks/manifest.yml)"
+    tests = (ROOT / "tests" / "offline" / "test_offline_models.py").read_text()
+    assert re.search(rf"[\"']{key}[\"']", tests), f"`{key}` has no test of the real model in tests/offline"
+
+
+NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+
+
+def model_counts(text: str) -> set[str]:
+    """The number words a text counts the models with ("seven real pretrained models", "the seven models")."""
+    qualifiers = "(?:real |small |real pretrained |small offline )?"
+    return set(re.findall(rf"\b({'|'.join(NUMBER_WORDS)})(?= {qualifiers}models\b)", text))
+
+
+def test_every_count_of_the_models_is_the_number_of_default_models():
+    """Step 6: the README, the book's introduction and this recipe count the models as DEFAULT_OFFLINE does."""
+    word = NUMBER_WORDS[len(DEFAULT_OFFLINE) - 1]
+    for name in ("README.md", "book/intro.md"):
+        found = model_counts((ROOT / name).read_text())
+        assert found, f"{name} no longer counts the models: drop it from this test"
+        assert found == {word}, f"{name} counts the models as {sorted(found)}; DEFAULT_OFFLINE holds {word}"
+
+
+def test_the_count_check_can_fail():
+    assert model_counts("uses seven real pretrained models; the six models and eight small offline models") == {
+        "seven", "six", "eight"}
+    assert model_counts("seven layers of models") == set()
 
 
 def test_the_readme_models_table_is_the_one_the_registry_writes():
