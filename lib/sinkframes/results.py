@@ -43,14 +43,15 @@ NullBuilder = Callable[["ModelResult", dict[str, Any], int, str], "ModelResult"]
 class Analysis:
     """One analysis, registered once by its module (:func:`register`): its name (``ModelResult.analysis`` of its
     results, and the module's name for a chapter's analysis); the module that declares it and its measures; its
-    entry point; the tables a page shows; and how it reruns on structureless attention for its null (``None``: it
-    has no attention null)."""
+    entry point; the tables a page shows; how it reruns on structureless attention for its null (``None``: it
+    has no attention null), and what that null is called on the page."""
 
     name: str
     module: str
     analyse: Callable[..., Any] | None = None
     tables: TableBuilder | None = None
     on_uniform_attention: NullBuilder | None = None
+    attention_null_name: str = "uniform attention"
 
 
 _ANALYSES: dict[str, Analysis] = {}

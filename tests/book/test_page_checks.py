@@ -126,6 +126,22 @@ def test_figure_numbers_follow_the_chapter():
         caption_markdown("1.1", " ")
 
 
+def test_the_layer_frames_takeaway_counts_layers_and_names_each_models_frame():
+    from types import SimpleNamespace
+
+    def result(ref, kinds, label):
+        return SimpleNamespace(ref=ref, data={"profile": {"layer_frames": kinds, "label": label}})
+
+    found = takeaways.layer_frames([result("a", ["none", "centralized", "centralized"], "centralized"),
+                                    result("b", ["distributed", "none"], "none"),
+                                    result("c", ["centralized", "centralized"], "centralized")])
+    assert found == ("Of the 7 layers of the 3 models, 2 none, 4 centralized, 1 distributed; read as a whole, "
+                     "centralized: a, c; none: b.")
+    assert takeaways.layer_frames([result("a", ["bidirectional"], "bidirectional")]) == (
+        "Of the 1 layer of the model, 1 bidirectional; read as a whole, bidirectional: a.")
+    assert takeaways.layer_frames([]) == takeaways.NOTHING
+
+
 def test_a_takeaway_is_written_from_the_numbers():
     assert takeaways.spread({"a": 0.5, "b": 0.123456, "c": float("nan")}, "the share") == (
         "The share ranges from 0.123 (b) to 0.5 (a).")

@@ -78,3 +78,34 @@ def test_a_reducer_outside_the_package_is_versioned_by_its_file():
         pass
 
     assert re.fullmatch(r"[0-9a-f]{12}", C.reducer_version(Local))
+
+
+#: the one version of a cache key set by hand: the layout of the stored sentence attention (a storage format, not a
+#: computation; what a stored sentence holds follows from the model and options in its key)
+FORMAT_VERSIONS = {"extraction/shared.py"}
+
+
+def hand_set_versions(source: str) -> list[str]:
+    """The cache-key versions a module's source sets by hand: an integer after ``"version":`` or a ``*VERSION = n``."""
+    return re.findall(r'"version":\s*\d+|^\w*VERSION\s*=\s*\d+', source, re.MULTILINE)
+
+
+def test_no_cache_key_of_the_library_carries_a_version_set_by_hand():
+    """The probes' caches (Fisher, the output check, the text loss, the position interventions) are keyed by the
+    digest of their module's code, as the reducers are."""
+    from pathlib import Path
+
+    lib = Path(C.ROOT)
+    found = {p.relative_to(lib).as_posix(): hand_set_versions(p.read_text()) for p in lib.rglob("*.py")
+             if p.relative_to(lib).as_posix() not in FORMAT_VERSIONS | {"models/e5s1.py"}}  # e5s1: a file format
+    assert not {k: v for k, v in found.items() if v}
+    assert hand_set_versions('key = {"kind": "x", "version": 3}\nFISHER_VERSION = 5\n') == [
+        '"version": 3', "FISHER_VERSION = 5"]
+
+
+def test_the_probes_key_their_caches_by_their_code():
+    from sinkframes.probes import positions
+
+    assert positions.UNMODIFIED.key()["version"] == C.code_digest("sinkframes.probes.positions")
+    for module in ("sinkframes.probes.fisher", "sinkframes.probes.sink_removal", "sinkframes.analyses.rmt"):
+        assert re.search(r'"version": code_digest\(__name__\)', C.module_path(module).read_text()), module

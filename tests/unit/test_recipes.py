@@ -288,6 +288,24 @@ def test_every_declared_analysis_is_shown_by_a_page_whose_template_imports_it(na
     assert pages, f"no template of notebooks/manifest.yml imports sinkframes.analyses.{name}"
 
 
+def figures_without_takeaway(code: str) -> int:
+    """How many ``pg.figure(...)`` calls of a template's code pass no takeaway (the sentence under the figure)."""
+    calls = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr == "figure" and isinstance(n.func.value, ast.Name) and n.func.value.id == "pg"]
+    return sum(len(c.args) < 3 and not any(k.arg == "takeaway" for k in c.keywords) for c in calls)
+
+
+@pytest.mark.parametrize("template", sorted({p.template for p in MANIFEST.pages}))
+def test_every_figure_of_a_template_has_its_takeaway(template):
+    """Step 6 of the analysis recipe: each figure a page shows gets the sentence a takeaway function writes."""
+    assert figures_without_takeaway(_code(ROOT / template)) == 0, f"{template}: pass a takeaway to pg.figure"
+
+
+def test_the_takeaway_check_can_fail():
+    assert figures_without_takeaway("pg.figure(fig, 'caption')\npg.figure(f, 'c', takeaways.spread(x, 'y'))\n"
+                                    "pg.figure(f, 'c', takeaway='t')") == 1
+
+
 def test_the_template_import_check_can_fail():
     assert "positions" in _imported_analyses("notebooks/08_position_interventions.ipynb")
     assert "positions" not in _imported_analyses("notebooks/00_scorecard.ipynb")
@@ -309,7 +327,7 @@ def test_the_recipe_table_lists_every_analysis_as_it_is_wired():
 def test_the_recipe_names_every_file_that_keeps_analyses_or_sections_by_name():
     sections = {p.id for p in MANIFEST.pages if not p.run_last and "family_appendix" not in p.template}
     listing = _files_listing_names(set(CHAPTER_ANALYSES)) | _files_listing_names(sections)
-    assert "tests/unit/test_twins.py" in listing  # the scan finds a list it must find
+    assert "lib/sinkframes/report/family.py" in listing  # the scan finds a list it must find
     named = _named_paths(_contributing("Recipe: add an analysis"))
     assert sorted(listing - named) == [], "name these files in CONTRIBUTING.md's 'Recipe: add an analysis'"
     assert sorted(set(ANALYSIS_RECIPE_FILES) - named) == []

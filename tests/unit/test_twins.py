@@ -34,16 +34,17 @@ def test_a_failing_twin_is_announced_and_the_model_result_survives():
     assert out is r and TWIN not in r.data and r.ref == "qwen05"
 
 
-def test_each_attention_analysis_declares_its_null_beside_its_reducer():
-    import importlib
-
+def test_each_attention_analysis_declares_its_null_in_its_spec():
+    """The analyses whose measures are checked against structureless attention are exactly those whose registered
+    spec gives the null (the registry, not a list of names)."""
+    from sinkframes.results import analyses
     from sinkframes.verdicts import measures as M
     from sinkframes.verdicts.nulls import null_result
 
     attention_nulls = {m.analysis for m in M.registered().values() if "attention" in (m.null, *m.extra_nulls)}
-    assert {"frames", "information", "spectral", "topology", "softmax_geometry", "positions"} <= attention_nulls
-    for analysis in attention_nulls:
-        assert callable(importlib.import_module(f"sinkframes.analyses.{analysis}").on_uniform_attention), analysis
+    declared = {name for name, spec in analyses().items() if spec.on_uniform_attention is not None}
+    assert attention_nulls and attention_nulls == declared
+    assert analyses()["spectral"].attention_null_name == "dense graph"
     for name in ("geometry_values", "no-such-analysis"):
         with pytest.raises(ValueError, match="no attention null"):
             null_result(ModelResult(name, {"ref": "m"}, 1))

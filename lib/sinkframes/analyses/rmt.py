@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from .. import stats
-from ..code_digest import reducer_version
+from ..code_digest import code_digest, reducer_version
 from ..extraction import summarize
 from ..metrics import rmt
 from ..metrics.sinks import first_token_share, uniform_first_token_share
@@ -240,7 +240,7 @@ def text_loss(ref: str, texts: Sequence[str], opts: RunOptions) -> float:
     from ..extraction.batching import forward, get_model, iterate_batches, tokenize_for
 
     o = RunOptions.build(opts, truncation=True)
-    key = cache_key({"kind": "text_loss", "version": 2}, ref, list(texts), o)
+    key = cache_key({"kind": "text_loss", "version": code_digest(__name__)}, ref, list(texts), o)
 
     @torch.no_grad()
     def compute() -> float:

@@ -803,4 +803,5 @@ def largest_effective_threshold(r: ModelResult, mode: Mode) -> Estimate | None:
                     detail=f"effective at t = {', '.join(f'{t:g}' for t in eff) or 'none'}")
 
 
-SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention))
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention,
+                          attention_null_name="dense graph"))

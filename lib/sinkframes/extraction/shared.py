@@ -27,7 +27,8 @@ from ..types import RunOptions
 #: set to "1" to read stored sentence attention in ``iterate_samples``
 ENV = "SINKFRAMES_SHARED_ATTENTION"
 NAMESPACE = "attention"
-#: version of the stored layout (enters the key)
+#: the stored layout's format (enters the key): a format, raised when the layout of a stored sentence changes; what
+#: a sentence's attention is follows from the model and the options in the key
 VERSION = 1
 
 

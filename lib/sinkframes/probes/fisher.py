@@ -49,6 +49,7 @@ import torch
 
 from .. import stats
 from ..cache import Cache, cache_key
+from ..code_digest import code_digest
 from ..extraction.batching import get_model, iterate_batches, length_sorted_batches, pad_batch, pad_id, tokenize
 from ..models import load_masked_lm
 from ..types import MODES, Mode, RunOptions, check_mode
@@ -63,8 +64,6 @@ MASK_PROB = 0.15
 FAITHFUL_MAX_CHARS = 500
 FAITHFUL_MAX_LENGTH = 128
 CORRECTED_MAX_LENGTH = 512
-#: version of the Fisher computation (enters the cache key)
-FISHER_VERSION = 5
 _LAYER_RE = re.compile(r"(?:^|\.)(?:layers|layer|h)\.(\d+)\.")
 
 
@@ -444,7 +443,9 @@ def cached_fisher(
         if mode == "faithful"
         else {"max_tokens": CORRECTED_MAX_LENGTH, "max_chars": None}
     )
-    key = cache_key({"kind": "fisher", "version": FISHER_VERSION}, ref, list(texts), o, mode=mode, seed=seed, **limits)
+    # the version is the digest of this module's code: a change to the computation is a new key
+    key = cache_key({"kind": "fisher", "version": code_digest(__name__)}, ref, list(texts), o, mode=mode, seed=seed,
+                    **limits)
 
     def compute() -> dict[str, Any]:
         lm = get_model(ref, o, logits=True)

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from .. import models
+from ..code_digest import code_digest
 from ..extraction.batching import STATS, check_finite, forward, iterate_batches
 from ..extraction.hooks import AttentionCall, attention_hook
 from ..models.registry import ARCHITECTURES
@@ -97,7 +98,7 @@ class Intervention:
                 "duplicate": "first token doubled", "causal_mask": "causal mask"}[self.kind]
 
     def key(self) -> dict[str, Any]:
-        return {"intervention": asdict(self), "version": 1}
+        return {"intervention": asdict(self), "version": code_digest(__name__)}
 
 
 UNMODIFIED = Intervention("none")

@@ -33,14 +33,13 @@ import torch
 
 from .. import stats
 from ..cache import Cache, cache_key
+from ..code_digest import code_digest
 from ..extraction.batching import forward, get_model, iterate_batches, tokenize_for
 from ..extraction.hooks import Edit, attention_hook
 from ..models import LoadedModel
 from ..types import RunOptions
 
 CONDITIONS = ("sink", "random", "random2")
-#: version of the output-check computation (enters the cache key)
-OUTPUT_CHECK_VERSION = 3
 
 
 def remove_key(keys: torch.Tensor) -> Edit:
@@ -201,7 +200,7 @@ def cached_output_check(
 ) -> OutputCheck:
     """:func:`output_check` and :func:`summarize_check` for ``ref``, through the on-disk cache."""
     o = RunOptions.build(opts, **overrides)
-    key = cache_key({"kind": "output_check", "version": OUTPUT_CHECK_VERSION}, ref, list(texts), o, seed=seed)
+    key = cache_key({"kind": "output_check", "version": code_digest(__name__)}, ref, list(texts), o, seed=seed)
 
     def compute() -> dict[str, Any]:
         lm = get_model(ref, o, logits=True)

@@ -8,6 +8,7 @@ with no finite value is left out of the sentence, and a figure with nothing meas
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,24 @@ def dominated_layers(results: Sequence[ModelResult], labels: Sequence[str] | Non
     parts = [f"{int((r.layers['first_token_concentration'] >= 0.5).sum())} of {len(r.layers)} layers of {name}"
              for r, name in zip(results, names, strict=True)]
     return "Position 0 is the strongest key of most queries in " + "; ".join(parts) + "."
+
+
+def layer_frames(results: Sequence[ModelResult]) -> str:
+    """How many layers of all the models read each frame (the frame most sentences read in the layer), and the
+    frame each model reads as a whole (``data["profile"]`` of the frame analysis)."""
+    from ..metrics.frames import FRAMES
+
+    layers = Counter(kind for r in results for kind in r.data["profile"]["layer_frames"])
+    if not layers:
+        return NOTHING
+    counts = ", ".join(f"{layers[k]} {k}" for k in (*FRAMES, *sorted(set(layers) - set(FRAMES))) if layers[k])
+    models: dict[str, list[str]] = {}
+    for r in results:
+        models.setdefault(str(r.data["profile"]["label"]), []).append(r.ref)
+    whole = "; ".join(f"{label}: {', '.join(refs)}" for label, refs in models.items())
+    noun = "model" if len(results) == 1 else f"{len(results)} models"
+    total = sum(layers.values())
+    return f"Of the {total} layer{'s' if total != 1 else ''} of the {noun}, {counts}; read as a whole, {whole}."
 
 
 def head_share(results: Sequence[ModelResult], measure: str, what: str, at_least: float = 0.5) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..paper import Claim, claims_for
 from ..paper.claims import is_rotary
-from ..results import TWIN, ModelResult
+from ..results import TWIN, ModelResult, spec_of
 from ..types import Mode
 from .measures import NULLS, Measure, layer_order_null, registered
 from .nulls import null_result
@@ -30,8 +30,8 @@ def claims_of(result: ModelResult) -> list[Claim]:
 
 
 def _null_name(m: Measure, kind: str) -> str:
-    if kind == "attention" and m.analysis == "spectral":
-        return "dense graph"
+    if kind == "attention":
+        return spec_of(m.analysis).attention_null_name
     return NULL_NAMES.get(kind, kind.replace("_", " "))
 
 
