@@ -1,5 +1,5 @@
 """The unit tier loads no model: every way the library builds one (``models.load``, ``models.load_masked_lm``, the
-tiny models' ``build_tiny``) raises here, so a unit test that reaches a model fails instead of quietly costing
+tiny models' ``build_tiny``) and transformers' own ``from_pretrained`` of a model raise here, so a unit test that reaches a model fails instead of quietly costing
 seconds. Tests that need a model belong in ``tests/models`` (tiny models) or ``tests/offline`` (the real ones)."""
 
 from __future__ import annotations
@@ -25,3 +25,6 @@ def no_model_loads(monkeypatch):
     for module, name in ((models, "load"), (loading, "load"), (models, "load_masked_lm"), (loading, "load_masked_lm"),
                          (fisher, "load_masked_lm"), (tiny, "build_tiny")):
         monkeypatch.setattr(module, name, _refuse)
+    from transformers import PreTrainedModel
+
+    monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(_refuse))  # every model class, Auto* too

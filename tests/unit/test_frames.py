@@ -107,3 +107,43 @@ def test_the_design_table_places_each_model_by_mask_and_position_encoding():
         "rotary": {"decoder (causal)": "dec: distributed; dec2: centralized",
                    "encoder (bidirectional)": "renc: centralized"},
     }
+
+
+def test_the_evidence_summary_is_written_from_the_results():
+    """Known inputs: a decoder whose sink dominates 3 of 4 layers and reads the paper's frame, an encoder whose
+    sink dominates 1 of 4 layers and reads another, and one of a family the paper gives no frame."""
+    import pandas as pd
+
+    from sinkframes.report.frames import evidence_summary
+
+    def result(ref, causal, concentration, layer_frames, frame, paper, pe="RoPE, theta=1e+04", bos=True, quant="none"):
+        rec = {"ref": ref, "causal": causal, "family": f"{ref}-family", "paper_frame": paper, "position_encoding": pe,
+               "adds_bos": bos, "quantization": quant, "n_layers": len(concentration)}
+        return ModelResult("frames", rec, 3, layers=pd.DataFrame({"layer": range(len(concentration)),
+                                                                  "first_token_concentration": concentration}),
+                           data={"frame": frame, "profile": {"layer_frames": layer_frames}})
+
+    text = evidence_summary([
+        result("dec", True, [0.9, 0.8, 0.2, 0.6], ["centralized", "centralized", "none", "distributed"],
+               "centralized", "centralized", bos=False, quant="GGUF Q4_0"),
+        result("enc", False, [0.9, 0.1, 0.2, 0.3], ["bidirectional", "bidirectional", "centralized", "none"],
+               "bidirectional", "centralized", pe="learned absolute (absolute)"),
+        result("odd", False, [0.7, 0.7], ["none", "none"], "none", "not assigned"),
+    ])
+    lines = text.splitlines()
+    assert lines[0] == "Written from this run's 3 models:"
+    assert lines[2] == ("- **A first-position sink**: position 0 is the strongest key of most queries in at least half "
+                        "the layers of `dec` and `odd` (75 to 100 % of their layers); in fewer than half the layers "
+                        "of `enc` (1 of 4) (the per-layer notes above).")
+    assert lines[3] == "- **Decoders**: `dec` reads **centralized** (2 centralized, 1 distributed, of 3 framed layers)."
+    assert lines[4] == ("- **Encoders**: `enc` reads **bidirectional** (2 bidirectional, 1 centralized, of 3 framed "
+                        "layers); `odd` reads **none** (no layer framed).")
+    assert "1 of 3 models read the frame the paper gives their family (`dec`)" in lines[5]
+    assert "`enc` reads bidirectional where the paper gives the enc-family family centralized" in lines[5]
+    assert "the paper gives no frame to the family of `odd`" in lines[5]
+    assert "by mask, decoders: `dec` centralized; encoders: `enc` bidirectional, `odd` none" in lines[6]
+    assert "by position encoding, rotary: `dec` centralized, `odd` none; absolute: `enc` bidirectional" in lines[6]
+    assert lines[7].startswith("- **A bidirectional frame cannot be tested on decoders**")
+    assert ("not a special token, at position 0: `dec`; weights dequantized from a quantized file: `dec`;"
+            in lines[8])
+    assert evidence_summary([]) == "No model ran on this page, so it supports no statement."

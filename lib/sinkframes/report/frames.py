@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 import pandas as pd
@@ -81,4 +82,109 @@ def bos_comparison_notes(default: list[ModelResult], forced: list[ModelResult]) 
             f"reference tokens per head {before['reference_count']:.2f} -> {after['reference_count']:.2f}; "
             f"frame {d.data['frame']} -> {f.data['frame']}."
         )
+    return "\n".join(lines)
+
+
+def _names(refs: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` (code-formatted)."""
+    quoted = [f"`{r}`" for r in refs]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _dominated(f: ModelResult) -> tuple[int, int]:
+    """(layers in which position 0 is the strongest key of most queries, layers)."""
+    return int((f.layers["first_token_concentration"] >= 0.5).sum()), len(f.layers)
+
+
+def _frame_counts(f: ModelResult) -> str:
+    """How the model's framed layers (those not read as none) split, its own label's kind first."""
+    kinds = [k for k in f.data["profile"]["layer_frames"] if k != "none"]
+    label = str(f.data["frame"])
+    order = sorted(set(kinds), key=lambda k: (k != label, -kinds.count(k), k))
+    if not kinds:
+        return f"`{f.ref}` reads **{label}** (no layer framed)"
+    split = ", ".join(f"{kinds.count(k)} {k}" for k in order)
+    return f"`{f.ref}` reads **{label}** ({split}, of {len(kinds)} framed layers)"
+
+
+def _first_position_sink(frames: list[ModelResult]) -> str:
+    share = {f.ref: _dominated(f) for f in frames}
+    strong = [r for r, (d, n) in share.items() if d >= n / 2]
+    weak = [r for r in share if r not in strong]
+    pct = [100 * share[r][0] / share[r][1] for r in strong]
+    parts = []
+    if strong:
+        parts.append(f"position 0 is the strongest key of most queries in at least half the layers of {_names(strong)} "
+                     f"({min(pct):.0f} to {max(pct):.0f} % of their layers)" if len(strong) > 1 else
+                     f"position 0 is the strongest key of most queries in {share[strong[0]][0]} of "
+                     f"{share[strong[0]][1]} layers of `{strong[0]}`")
+    if weak:
+        parts.append("in fewer than half the layers of " +
+                     ", ".join(f"`{r}` ({share[r][0]} of {share[r][1]})" for r in weak))
+    return "- **A first-position sink**: " + "; ".join(parts) + " (the per-layer notes above)."
+
+
+def _against_paper(frames: list[ModelResult]) -> str:
+    same = [f.ref for f in frames if f.data["frame"] == f.record["paper_frame"]]
+    other = [f for f in frames
+             if f.record["paper_frame"] not in ("not assigned", f.data["frame"])]
+    unassigned = [f.ref for f in frames if f.record["paper_frame"] == "not assigned"]
+    parts = [f"{len(same)} of {len(frames)} models read the frame the paper gives their family"
+             + (f" ({_names(same)})" if same else "")]
+    if other:
+        parts.append("another frame: " + "; ".join(
+            f"`{f.ref}` reads {f.data['frame']} where the paper gives the {f.record['family']} family "
+            f"{f.record['paper_frame']}" for f in other))
+    if unassigned:
+        parts.append(f"the paper gives no frame to the family of {_names(unassigned)}")
+    return ("- **Against the paper's frame types** (the claims `3.1.*` in the table above decide them, with their "
+            "nulls; this line only counts): " + "; ".join(parts) + ".")
+
+
+def _by_design(frames: list[ModelResult]) -> str:
+    from ..analyses.frames import position_class
+
+    def grouped(key: Callable[[ModelResult], str]) -> str:
+        groups: dict[str, list[str]] = {}
+        for f in frames:
+            groups.setdefault(key(f), []).append(f"`{f.ref}` {f.data['frame']}")
+        return "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items())
+
+    return ("- **Mask and position encoding** (the design table): by mask, "
+            + grouped(lambda f: "decoders" if f.record["causal"] else "encoders") + "; by position encoding, "
+            + grouped(lambda f: position_class(str(f.record["position_encoding"]))) + ". With one to three models "
+            "per cell, and models that differ in size, data, tokenizer and quantization, this is a first look, not a "
+            "controlled test (chapters 8 and 9 change the encoding on purpose).")
+
+
+def _confounds(frames: list[ModelResult]) -> str:
+    no_bos = [f.ref for f in frames if not f.record["adds_bos"]]
+    quantized = [f.ref for f in frames if not str(f.record["quantization"]).startswith("none")]
+    parts = [("tokenizers that put the first word, not a special token, at position 0: " + _names(no_bos)) if no_bos
+             else "every tokenizer here puts a special token at position 0",
+             ("weights dequantized from a quantized file: " + _names(quantized)) if quantized
+             else "no quantized weights"]
+    return ("- **Confounds** the paper does not control: " + "; ".join(parts) + "; model size, and the encoders' "
+            "sentence-embedding training. The start-token comparison above separates the first for the models it "
+            "runs; the `paper` profile reruns the page on the paper's own models.")
+
+
+def evidence_summary(frames: list[ModelResult]) -> str:
+    """What the page's evidence supports, written from its results (never typed): where a first-position sink is,
+    the frame each model reads with its layers, how that compares with the paper's frame types, the frames by mask
+    and position encoding, and the confounds of the models run. Empty results give one line saying so."""
+    if not frames:
+        return "No model ran on this page, so it supports no statement."
+    decoders = [f for f in frames if f.record["causal"]]
+    encoders = [f for f in frames if not f.record["causal"]]
+    lines = [f"Written from this run's {len(frames)} model{'s' if len(frames) != 1 else ''}:", "",
+             _first_position_sink(frames)]
+    for name, group in (("Decoders", decoders), ("Encoders", encoders)):
+        if group:
+            lines.append(f"- **{name}**: " + "; ".join(_frame_counts(f) for f in group) + ".")
+    lines += [_against_paper(frames), _by_design(frames)]
+    if decoders:
+        lines.append("- **A bidirectional frame cannot be tested on decoders**: causal attention gives the last token "
+                     "no incoming weight from any other query.")
+    lines.append(_confounds(frames))
     return "\n".join(lines)
