@@ -125,7 +125,7 @@ def test_the_evidence_summary_is_written_from_the_results():
 
     text = evidence_summary([
         result("dec", True, [0.9, 0.8, 0.2, 0.6], ["centralized", "centralized", "none", "distributed"],
-               "centralized", "centralized", bos=False, quant="GGUF Q4_0"),
+               "centralized", "centralized", bos=False, quant="GGUF Q4_0, dequantized to fp32"),
         result("enc", False, [0.9, 0.1, 0.2, 0.3], ["bidirectional", "bidirectional", "centralized", "none"],
                "bidirectional", "centralized", pe="learned absolute (absolute)"),
         result("odd", False, [0.7, 0.7], ["none", "none"], "none", "not assigned"),
@@ -144,6 +144,6 @@ def test_the_evidence_summary_is_written_from_the_results():
     assert "by mask, decoders: `dec` centralized; encoders: `enc` bidirectional, `odd` none" in lines[6]
     assert "by position encoding, rotary: `dec` centralized, `odd` none; absolute: `enc` bidirectional" in lines[6]
     assert lines[7].startswith("- **A bidirectional frame cannot be tested on decoders**")
-    assert ("not a special token, at position 0: `dec`; weights dequantized from a quantized file: `dec`;"
-            in lines[8])
+    assert ("not a special token, at position 0: `dec`; weights stored in fewer bits than fp32 and read back: "
+            "`dec` (GGUF Q4_0);" in lines[8])
     assert evidence_summary([]) == "No model ran on this page, so it supports no statement."

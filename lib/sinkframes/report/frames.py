@@ -1,7 +1,9 @@
-"""Chapter 1 text: the frame each model's evidence points to, depth notes, the forced-BOS comparison."""
+"""Chapter 1 text: the frame each model's evidence points to, depth notes, the forced-BOS comparison, and what the
+evidence supports (written from the results)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
@@ -162,8 +164,10 @@ def _confounds(frames: list[ModelResult]) -> str:
     quantized = [f.ref for f in frames if not str(f.record["quantization"]).startswith("none")]
     parts = [("tokenizers that put the first word, not a special token, at position 0: " + _names(no_bos)) if no_bos
              else "every tokenizer here puts a special token at position 0",
-             ("weights dequantized from a quantized file: " + _names(quantized)) if quantized
-             else "no quantized weights"]
+             ("weights stored in fewer bits than fp32 and read back: " + ", ".join(
+                 f"`{f.ref}` ({re.split(r', (?:dequantized|converted)', str(f.record['quantization']))[0]})"
+                 for f in frames if f.ref in quantized)) if quantized
+             else "no weights stored in fewer bits than fp32"]
     return ("- **Confounds** the paper does not control: " + "; ".join(parts) + "; model size, and the encoders' "
             "sentence-embedding training. The start-token comparison above separates the first for the models it "
             "runs; the `paper` profile reruns the page on the paper's own models.")
