@@ -1,6 +1,7 @@
 """The unit tier loads no model: every way the library builds one (``models.load``, ``models.load_masked_lm``, the
-tiny models' ``build_tiny``) and transformers' own ``from_pretrained`` of a model raise here, so a unit test that reaches a model fails instead of quietly costing
-seconds. Tests that need a model belong in ``tests/models`` (tiny models) or ``tests/offline`` (the real ones)."""
+tiny models' ``build_tiny``) and transformers' own ``from_pretrained`` of a model raise here, so a unit test that
+reaches a model fails instead of quietly costing seconds. Tests that need a model belong in ``tests/models`` (tiny
+models) or ``tests/offline`` (the real ones)."""
 
 from __future__ import annotations
 
