@@ -171,7 +171,7 @@ def test_the_long_runs_report_when_a_sink_formed_or_how_far_none_did():
 def test_a_long_run_still_training_says_how_far_it_got():
     rows = fm.long_run_rows({"long-rope-s1": _long_records(None, 10250)}, {})
     text = fm.long_run_text(rows)
-    assert "`long-rope-s1` has reached step 10,250 of 24,000 (stopped there)" in text
+    assert "`long-rope-s1` has reached step 10,250 of 24,000 so far (it is continued from its saved state)" in text
     assert "probes up to step" not in text  # no grid run to compare with
 
 

@@ -274,7 +274,7 @@ def long_run_text(rows: pd.DataFrame) -> str:
             continue
         step, planned = int(r["step"]), int(r["planned"])
         reach = (f"ran all {planned:,} steps" if step == planned
-                 else f"has reached step {step:,} of {planned:,} (stopped there)")
+                 else f"has reached step {step:,} of {planned:,} so far (it is continued from its saved state)")
         equal, compared = int(r["equal probes"]), int(r["compared probes"])
         start = (f"its {compared} probes up to step {FORMATION_STEP:,} equal its grid run's" if equal == compared
                  else f"{equal} of its {compared} probes up to step {FORMATION_STEP:,} equal its grid run's (the "
