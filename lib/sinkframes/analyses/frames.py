@@ -139,7 +139,7 @@ def frames_from_summaries(
         rows.append(row)
     layers = pd.DataFrame(rows)
     evidence = {name: float(layers[name].mean()) for name in LAYER_COLUMNS}
-    evidence["position0_dominant_layers"] = float((layers["first_token_concentration"] >= 0.5).mean())
+    evidence["position0_dominant_layers"] = float(position0_dominated(layers).mean())
     earlier, earlier_reason = classify(evidence, bool(record["causal"]))
     codes = {name: torch.stack([s[key].long() for s in summaries]).numpy()  # [sample, layer]
              for name, key in (("frame", "frame"), ("frame_anchor", "frame_anchor"))}
@@ -300,6 +300,11 @@ def position_class(position_encoding: str) -> str:
 
 #: the other axis of :func:`design_table`: the attention mask
 MASKS = ("decoder (causal)", "encoder (bidirectional)")
+
+
+def position0_dominated(layers: pd.DataFrame) -> pd.Series:
+    """Per layer (a result's ``layers`` table): whether position 0 is the strongest key of most of its queries."""
+    return layers["first_token_concentration"] >= 0.5
 
 
 def design_table(results: list[ModelResult]) -> pd.DataFrame:

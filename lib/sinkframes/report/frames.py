@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
+from ..analyses.frames import position0_dominated, position_class
+
 if TYPE_CHECKING:
     from ..results import ModelResult
 
@@ -57,8 +59,9 @@ def depth_notes(frames: list[ModelResult]) -> str:
         d = f.layers
         lo = d.loc[cast(int, d["first_token_share"].idxmin())].to_dict()  # layers has a RangeIndex
         hi = d.loc[cast(int, d["first_token_share"].idxmax())].to_dict()
-        dom = int((d["first_token_concentration"] >= 0.5).sum())
-        weak = d.loc[d["first_token_concentration"] < 0.5, "layer"].astype(int).tolist()
+        dominated = position0_dominated(d)
+        dom = int(dominated.sum())
+        weak = d.loc[~dominated, "layer"].astype(int).tolist()
         lines.append(
             f"- `{f.ref}`: share on position 0 from {lo['first_token_share']:.2f} (layer {int(lo['layer'])}) to "
             f"{hi['first_token_share']:.2f} (layer {int(hi['layer'])}); position 0 is the strongest key of most "
@@ -95,16 +98,16 @@ def _names(refs: list[str]) -> str:
 
 def _dominated(f: ModelResult) -> tuple[int, int]:
     """(layers in which position 0 is the strongest key of most queries, layers)."""
-    return int((f.layers["first_token_concentration"] >= 0.5).sum()), len(f.layers)
+    return int(position0_dominated(f.layers).sum()), len(f.layers)
 
 
 def _frame_counts(f: ModelResult) -> str:
     """How the model's framed layers (those not read as none) split, its own label's kind first."""
     kinds = [k for k in f.data["profile"]["layer_frames"] if k != "none"]
     label = str(f.data["frame"])
-    order = sorted(set(kinds), key=lambda k: (k != label, -kinds.count(k), k))
     if not kinds:
         return f"`{f.ref}` reads **{label}** (no layer framed)"
+    order = sorted(set(kinds), key=lambda k: (k != label, -kinds.count(k), k))
     split = ", ".join(f"{kinds.count(k)} {k}" for k in order)
     return f"`{f.ref}` reads **{label}** ({split}, of {len(kinds)} framed layers)"
 
@@ -144,8 +147,6 @@ def _against_paper(frames: list[ModelResult]) -> str:
 
 
 def _by_design(frames: list[ModelResult]) -> str:
-    from ..analyses.frames import position_class
-
     def grouped(key: Callable[[ModelResult], str]) -> str:
         groups: dict[str, list[str]] = {}
         for f in frames:
@@ -161,12 +162,12 @@ def _by_design(frames: list[ModelResult]) -> str:
 
 def _confounds(frames: list[ModelResult]) -> str:
     no_bos = [f.ref for f in frames if not f.record["adds_bos"]]
-    quantized = [f.ref for f in frames if not str(f.record["quantization"]).startswith("none")]
+    quantized = [f for f in frames if not str(f.record["quantization"]).startswith("none")]
     parts = [("tokenizers that put the first word, not a special token, at position 0: " + _names(no_bos)) if no_bos
              else "every tokenizer here puts a special token at position 0",
              ("weights stored in fewer bits than fp32 and read back: " + ", ".join(
                  f"`{f.ref}` ({re.split(r', (?:dequantized|converted)', str(f.record['quantization']))[0]})"
-                 for f in frames if f.ref in quantized)) if quantized
+                 for f in quantized)) if quantized
              else "no weights stored in fewer bits than fp32"]
     return ("- **Confounds** the paper does not control: " + "; ".join(parts) + "; model size, and the encoders' "
             "sentence-embedding training. The start-token comparison above separates the first for the models it "

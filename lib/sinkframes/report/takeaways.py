@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..analyses.frames import position0_dominated
 from .page_verdicts import number_text
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def first_share(results: Sequence[ModelResult]) -> str:
 def dominated_layers(results: Sequence[ModelResult], labels: Sequence[str] | None = None) -> str:
     """In how many layers of each model position 0 is the strongest key of most queries."""
     names = list(labels) if labels else [r.ref for r in results]
-    parts = [f"{int((r.layers['first_token_concentration'] >= 0.5).sum())} of {len(r.layers)} layers of {name}"
+    parts = [f"{int(position0_dominated(r.layers).sum())} of {len(r.layers)} layers of {name}"
              for r, name in zip(results, names, strict=True)]
     return "Position 0 is the strongest key of most queries in " + "; ".join(parts) + "."
 
