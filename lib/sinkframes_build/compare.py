@@ -10,7 +10,10 @@ most one unit in its last printed digit (``0.684`` against ``0.685``). The round
 can differ from one machine to another, and an attention weight that sits on a graph
 threshold can fall either side of it, which moves a three-digit interval bound by one unit and nothing else.
 Integers (counts, sizes, layer indices) and every word, verdicts included, must match exactly; ``exact=True``
-asks the same of decimals.
+asks the same of decimals. Where decimals are forgiven, so is the width of the blanks between words: a text table
+pads its columns to its longest entry, so ``0.72`` printed for ``0.721`` moves every row's padding by one. An HTML
+table's ``<wbr>`` (a line-break hint inside a long cell, ``0.<wbr>721``) is read as nothing, so its numbers count as
+numbers.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ TEXT_TYPES = ("text/markdown", "text/plain", "text/html")
 PROVENANCE = re.compile(r"\*\*Produced by\*\*")
 #: a printed decimal number: digits, a point, digits, an optional exponent (the sign stays in the words)
 DECIMAL = re.compile(r"\d+\.\d+(?:[eE][-+]?\d+)?")
+#: a run of blanks (spaces, tabs) inside a line: a text table's column padding
+BLANKS = re.compile(r"[ \t]+")
+#: a line-break hint of an HTML table cell: it shows nothing
+WORD_BREAK = "<wbr>"
 
 
 @dataclass(frozen=True)
@@ -69,11 +76,14 @@ def last_digit_unit(number: str) -> Decimal:
 
 def roundoff_differences(a: str, b: str) -> int | None:
     """How many printed decimals of ``b`` differ from those of ``a`` by at most one unit in the last printed
-    digit (the smaller unit of the two), everything else being identical; ``None`` when the texts differ in
-    anything else (a word, an integer, a larger change, the number of numbers)."""
+    digit (the smaller unit of the two), everything else being identical but the width of the blanks between words
+    (a text table's padding); ``None`` when the texts differ in anything else (a word, an integer, a line break, a
+    larger change, the number of numbers)."""
     if a == b:
         return 0
-    words_a, words_b = DECIMAL.split(a), DECIMAL.split(b)
+    a, b = a.replace(WORD_BREAK, ""), b.replace(WORD_BREAK, "")
+    words_a = [BLANKS.sub(" ", w) for w in DECIMAL.split(a)]
+    words_b = [BLANKS.sub(" ", w) for w in DECIMAL.split(b)]
     if words_a != words_b:
         return None
     moved = 0

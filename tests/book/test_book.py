@@ -249,6 +249,15 @@ def test_page_comparison_sees_a_changed_number_and_ignores_figures(tmp_path):
         ("0.651 supported", "0.652 not supported", None),  # a verdict's words must match
         ("1.5e-05", "1.5e-04", None),
         ("0.1 0.2", "0.1", None),
+        # a text table pads its columns: a number printed one digit shorter moves the padding, nothing else
+        ("14        supported: 0.72 [0.703, 0.739]", "14       supported: 0.721 [0.704, 0.739]", 2),
+        ("14        supported: 0.72", "14 supported: 0.73", 1),
+        ("a  b", "a b", 0),
+        ("a b", "ab", None),  # a blank removed joins two words
+        ("a\nb", "a b", None),  # a line break is not padding
+        ("14  supported: 0.72", "14  supported: 0.74", None),
+        ("<td>0.<wbr>72 [0.<wbr>703]</td>", "<td>0.<wbr>721 [0.<wbr>704]</td>", 2),  # an HTML line-break hint
+        ("<td>0.<wbr>72</td>", "<td>0.<wbr>75</td>", None),
     ],
 )
 def test_roundoff_is_one_unit_in_the_last_printed_decimal_digit(a, b, expected):
