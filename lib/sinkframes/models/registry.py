@@ -44,6 +44,9 @@ class OfflineModel:
     tuning: str = "base"  # base or instruct (or what it was fine-tuned for)
     licence: str = ""
     stands_for: str = ""  # the paper's model(s) it stands in for
+    #: the names prose gives it besides its key (the templates name no offline model: what they say of one is
+    #: written from this registry, ``report.confounds``; ``tests/book/test_templates_name_no_model.py``)
+    names: tuple[str, ...] = ()
     #: its colour in every figure (hex); a default model's is more than 40 apart in CIELAB from every other default
     #: model's, so that one plot tells all of them apart (``tests/unit/test_figure_fit.py``)
     colour: str = ""
@@ -90,6 +93,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="sentence embedding (contrastive)",
         licence="Apache-2.0",
         stands_for="BERT-base (the paper's bert-base-uncased)",
+        names=("MiniLM", "all-MiniLM"),
         colour="#029e73",
     ),
     "smollm2": OfflineModel(
@@ -108,6 +112,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="instruct",
         licence="Apache-2.0",
         stands_for="Llama-3.2-1B (standard RoPE decoder)",
+        names=("SmolLM2", "SmolLM"),
         colour="#0173b2",
     ),
     "gemma3": OfflineModel(
@@ -130,6 +135,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="base",
         licence="Gemma Terms of Use",
         stands_for="Gemma-7B (standard RoPE decoder)",
+        names=("Gemma3-270M", "Gemma-3-270M", "gemma-3-270m"),
         colour="#de8f05",
     ),
     "qwen05": OfflineModel(
@@ -151,6 +157,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         licence="Apache-2.0",
         stands_for="Qwen2.5-3B / 7B (the paper's distributed frame); a 0.5B Coder-Instruct model with 4- to 8-bit "
         "weights, not the paper's base models",
+        names=("Qwen2.5-Coder",),
         colour="#cc78bc",
     ),
     "qwen15": OfflineModel(
@@ -172,6 +179,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         licence="Apache-2.0",
         stands_for="Qwen2.5-3B / 7B (the paper's distributed frame), the second size of a two-point scale "
         "comparison; a 1.5B Coder-Instruct model with 4- to 8-bit weights, not the paper's base models",
+        names=("Qwen2.5-Coder",),
         colour="#56b4e9",
     ),
     "mpnet": OfflineModel(
@@ -192,6 +200,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="sentence embedding (contrastive)",
         licence="Apache-2.0",
         stands_for="BERT-base (the paper's bert-base-uncased)",
+        names=("all-mpnet",),
         colour="#000000",
     ),
     "nomic": OfflineModel(
@@ -215,6 +224,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="text embedding (contrastive)",
         licence="Apache-2.0",
         stands_for="no paper model: a RoPE encoder, to separate encoder vs decoder from absolute vs rotary",
+        names=("nomic-embed",),
         colour="#332288",
         needs=("NomicBertModel", "5.5.0"),
     ),
@@ -237,6 +247,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         tuning="text embedding (contrastive)",
         licence="MIT",
         stands_for="XLM-RoBERTa (the paper's xlm-roberta-large)",
+        names=("multilingual-e5", "e5-small"),
         colour="#949494",
     ),
 }

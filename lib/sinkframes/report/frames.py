@@ -3,13 +3,13 @@ evidence supports (written from the results)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
 from ..analyses.frames import position0_dominated, position_class
+from . import confounds
 
 if TYPE_CHECKING:
     from ..results import ModelResult
@@ -90,12 +90,6 @@ def bos_comparison_notes(default: list[ModelResult], forced: list[ModelResult]) 
     return "\n".join(lines)
 
 
-def _names(refs: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c`` (code-formatted)."""
-    quoted = [f"`{r}`" for r in refs]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
-
-
 def _dominated(f: ModelResult) -> tuple[int, int]:
     """(layers in which position 0 is the strongest key of most queries, layers)."""
     return int(position0_dominated(f.layers).sum()), len(f.layers)
@@ -119,7 +113,8 @@ def _first_position_sink(frames: list[ModelResult]) -> str:
     pct = [100 * share[r][0] / share[r][1] for r in strong]
     parts = []
     if strong:
-        parts.append(f"position 0 is the strongest key of most queries in at least half the layers of {_names(strong)} "
+        parts.append("position 0 is the strongest key of most queries in at least half the layers of "
+                     f"{confounds.names(strong)} "
                      f"({min(pct):.0f} to {max(pct):.0f} % of their layers)" if len(strong) > 1 else
                      f"position 0 is the strongest key of most queries in {share[strong[0]][0]} of "
                      f"{share[strong[0]][1]} layers of `{strong[0]}`")
@@ -135,13 +130,13 @@ def _against_paper(frames: list[ModelResult]) -> str:
              if f.record["paper_frame"] not in ("not assigned", f.data["frame"])]
     unassigned = [f.ref for f in frames if f.record["paper_frame"] == "not assigned"]
     parts = [f"{len(same)} of {len(frames)} models read the frame the paper gives their family"
-             + (f" ({_names(same)})" if same else "")]
+             + (f" ({confounds.names(same)})" if same else "")]
     if other:
         parts.append("another frame: " + "; ".join(
             f"`{f.ref}` reads {f.data['frame']} where the paper gives the {f.record['family']} family "
             f"{f.record['paper_frame']}" for f in other))
     if unassigned:
-        parts.append(f"the paper gives no frame to the family of {_names(unassigned)}")
+        parts.append(f"the paper gives no frame to the family of {confounds.names(unassigned)}")
     return ("- **Against the paper's frame types** (the claims `3.1.*` in the table above decide them, with their "
             "nulls; this line only counts): " + "; ".join(parts) + ".")
 
@@ -161,17 +156,10 @@ def _by_design(frames: list[ModelResult]) -> str:
 
 
 def _confounds(frames: list[ModelResult]) -> str:
-    no_bos = [f.ref for f in frames if not f.record["adds_bos"]]
-    quantized = [f for f in frames if not str(f.record["quantization"]).startswith("none")]
-    parts = [("tokenizers that put the first word, not a special token, at position 0: " + _names(no_bos)) if no_bos
-             else "every tokenizer here puts a special token at position 0",
-             ("weights stored in fewer bits than fp32 and read back: " + ", ".join(
-                 f"`{f.ref}` ({re.split(r', (?:dequantized|converted)', str(f.record['quantization']))[0]})"
-                 for f in quantized)) if quantized
-             else "no weights stored in fewer bits than fp32"]
-    return ("- **Confounds** the paper does not control: " + "; ".join(parts) + "; model size, and the encoders' "
-            "sentence-embedding training. The start-token comparison above separates the first for the models it "
-            "runs; the `paper` profile reruns the page on the paper's own models.")
+    return ("- **Confounds** the paper does not control: " + confounds.first_word_at_position0(frames) + "; "
+            + confounds.quantized(frames) + "; model size, and the encoders' sentence-embedding training. The "
+            "start-token comparison above separates the first for the models it runs; the `paper` profile reruns the "
+            "page on the paper's own models.")
 
 
 def evidence_summary(frames: list[ModelResult]) -> str:
