@@ -44,7 +44,8 @@ class Analysis:
     """One analysis, registered once by its module (:func:`register`): its name (``ModelResult.analysis`` of its
     results, and the module's name for a chapter's analysis); the module that declares it and its measures; its
     entry point; the tables a page shows; how it reruns on structureless attention for its null (``None``: it
-    has no attention null), and what that null is called on the page."""
+    has no attention null), and what that null is called on the page; and whether and how the family appendices
+    run it."""
 
     name: str
     module: str
@@ -52,6 +53,18 @@ class Analysis:
     tables: TableBuilder | None = None
     on_uniform_attention: NullBuilder | None = None
     attention_null_name: str = "uniform attention"
+    #: its place among the analyses every family appendix runs (``report.family.run``); ``None``: they do not run it
+    family_order: int | None = None
+    #: the family page's parameters its entry point takes besides the models, texts and options (``seed``,
+    #: ``n_output``, ``n_fisher``)
+    family_params: tuple[str, ...] = ()
+    #: it reads queries, keys and values through the attention hook, so a model whose attention the hook cannot
+    #: wrap is left out of it (the page says so, with ``label``)
+    needs_hook: bool = False
+    #: what the page calls it where a model is left out of it ("value-space"); its name when empty
+    label: str = ""
+    #: why it left parts of its work undone on some models, a sentence each, read off its results
+    left_out: Callable[[list[ModelResult]], list[str]] | None = None
 
 
 _ANALYSES: dict[str, Analysis] = {}

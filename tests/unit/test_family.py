@@ -171,7 +171,13 @@ def test_a_family_the_paper_did_not_study_says_so_and_checks_its_published_count
     assert "the paper did not study" in fam.no_verdicts_note(fr)
 
 
-def test_the_family_pages_run_registered_analyses_under_their_registered_names():
-    from sinkframes.results import analyses
+def test_the_family_pages_run_the_analyses_the_registry_orders_for_them():
+    specs = family.family_analyses()
+    assert [a.name for a in specs] == ["topology", "spectral", "information", "geometry_values"]
+    assert all(a.analyse is not None for a in specs)
+    # what each entry point is given is a parameter of its own
+    import inspect
 
-    assert set(family.ANALYSES) <= set(analyses())
+    for a in specs:
+        assert set(a.family_params) <= set(inspect.signature(a.analyse).parameters), a.name
+    assert [a.name for a in specs if a.needs_hook] == ["geometry_values"]

@@ -327,7 +327,8 @@ def test_the_recipe_table_lists_every_analysis_as_it_is_wired():
 def test_the_recipe_names_every_file_that_keeps_analyses_or_sections_by_name():
     sections = {p.id for p in MANIFEST.pages if not p.run_last and "family_appendix" not in p.template}
     listing = _files_listing_names(set(CHAPTER_ANALYSES)) | _files_listing_names(sections)
-    assert "lib/sinkframes/report/family.py" in listing  # the scan finds a list it must find
+    assert "tests/unit/test_shared_attention.py" in listing  # the scan finds a list it must find
+    assert "lib/sinkframes/report/family.py" not in listing  # the family pages read the specs' family_order
     named = _named_paths(_contributing("Recipe: add an analysis"))
     assert sorted(listing - named) == [], "name these files in CONTRIBUTING.md's 'Recipe: add an analysis'"
     assert sorted(set(ANALYSIS_RECIPE_FILES) - named) == []

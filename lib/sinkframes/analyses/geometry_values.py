@@ -305,4 +305,5 @@ NULLS["zero"] = lambda r, mode: Estimate(0.0, interval="none (analytic)",
                                          detail="uniform attention: the same in every layer, no alignment")
 
 
-SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables))
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, family_order=4, family_params=("seed",),
+                          needs_hook=True, label="value-space"))

@@ -627,4 +627,5 @@ def output_sink_minus_random(r: ModelResult, mode: Mode) -> Estimate | None:
 NULLS["second_random_key"] = lambda r, mode: _removal_difference(r, mode, "random2")
 
 
-SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention))
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention,
+                          family_order=3, family_params=("n_output", "n_fisher", "seed"), left_out=output_unavailable))

@@ -804,4 +804,4 @@ def largest_effective_threshold(r: ModelResult, mode: Mode) -> Estimate | None:
 
 
 SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention,
-                          attention_null_name="dense graph"))
+                          attention_null_name="dense graph", family_order=2, family_params=("seed",)))

@@ -661,4 +661,5 @@ def specialized_heads(r: ModelResult, mode: Mode) -> Estimate | None:
                     detail=f"of {len(spec)} heads of the official layers")
 
 
-SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention))
+SPEC = register(Analysis(ANALYSIS, __name__, analyse=analyse, tables=tables, on_uniform_attention=on_uniform_attention,
+                          family_order=1))

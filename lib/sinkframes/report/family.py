@@ -22,7 +22,7 @@ from ..metrics.graphs import PAPER_THRESHOLDS, graph_key
 from ..models import OFFLINE_MODELS
 from ..models.registry import hook_supports
 from ..paper import APPENDIX_OF, CLAIMS, CLAIMS_BY_ID, Claim
-from ..results import ModelResult, Results
+from ..results import Analysis, ModelResult, Results, analyses
 from ..types import RunOptions
 from ..verdicts.rules import describe
 
@@ -62,8 +62,12 @@ FAMILIES: dict[str, Family] = {
 }
 #: a first-token sink head as the published check counts it: more than half its attention on the first token
 PUBLISHED_SINK_HEAD_SHARE = 0.5
-#: the analyses a family page runs, in page order, by their registered names (``results.analyses``)
-ANALYSES = ("topology", "spectral", "information", "geometry_values")
+
+
+def family_analyses() -> list[Analysis]:
+    """The analyses every family page runs, in page order: those the registry gives a ``family_order``."""
+    return sorted((a for a in analyses().values() if a.family_order is not None),
+                  key=lambda a: a.family_order or 0)
 
 
 def family_of(key: str) -> Family:
@@ -109,7 +113,7 @@ class FamilyResults:
     evaluated: list[verdicts.Verdict] | None = field(default=None, repr=False)
 
     def all(self) -> list[ModelResult]:
-        return [r for name in ANALYSES for r in self.results.get(name, [])]
+        return [r for a in family_analyses() for r in self.results.get(a.name, [])]
 
 
 def run(key: str, models: list[str], texts: list[str], opts: RunOptions, *, n_output: int, n_fisher: int,
@@ -117,19 +121,22 @@ def run(key: str, models: list[str], texts: list[str], opts: RunOptions, *, n_ou
     """Every analysis of the page on ``models`` (each cached as on the section pages)."""
     fam = family_of(key)
     out = FamilyResults(fam, list(models), pipeline_check)
-    out.results["topology"] = topology.analyse(models, texts, opts)
-    out.results["spectral"] = spectral.analyse(models, texts, opts, seed=seed)
-    out.results["information"] = information.analyse(models, texts, opts, n_output=n_output, n_fisher=n_fisher,
-                                                     seed=seed)
-    # chapter 6 reads queries, keys and values through the attention hook: models whose attention code it cannot
-    # wrap (MPNet computes its attention inline) are left out of that analysis, and the page says so
-    records = {r.ref: r.record for r in out.results["topology"]}
-    hookable = [m for m in models if m not in records or hook_supports(records[m]["architecture"])]
-    out.not_run = [f"`{m}`: no value-space analysis (the attention hook does not support "
-                   f"{records[m]['architecture']}'s attention)" for m in models if m not in hookable]
-    out.not_run += information.output_unavailable(out.results["information"])
-    out.results["geometry_values"] = (geometry_values.analyse(hookable, texts, opts, seed=seed) if hookable
-                                      else Results())
+    params: dict[str, Any] = {"seed": seed, "n_output": n_output, "n_fisher": n_fisher}
+    records: dict[str, dict[str, Any]] = {}
+    left_out: list[str] = []
+    for a in family_analyses():
+        if a.analyse is None:
+            raise ValueError(f"analysis {a.name!r} has a family_order but no entry point (its spec's analyse)")
+        run_on = list(models)
+        if a.needs_hook:  # a model whose attention the hook cannot wrap (MPNet computes its attention inline)
+            run_on = [m for m in models if m not in records or hook_supports(records[m]["architecture"])]
+            out.not_run += [f"`{m}`: no {a.label or a.name} analysis (the attention hook does not support "
+                            f"{records[m]['architecture']}'s attention)" for m in models if m not in run_on]
+        found = a.analyse(run_on, texts, opts, **{p: params[p] for p in a.family_params}) if run_on else Results()
+        out.results[a.name] = found
+        records.update({r.ref: r.record for r in found if r.ref not in records})
+        left_out += a.left_out(found) if a.left_out else []
+    out.not_run += left_out
     if fam.published_sink_heads:  # the per-head first-token shares its published check counts, and the frame
         out.results["frames"] = frames.analyse(models, texts, opts, seed=seed)
     return out
@@ -259,9 +266,9 @@ def _stand_ins(fr: FamilyResults) -> str:
 def pipeline_table(fr: FamilyResults) -> pd.DataFrame:
     """Which analysis ran on which model, with the shapes it produced (no values)."""
     rows = []
-    for name in ANALYSES:
-        for r in fr.results.get(name, []):
-            rows.append({"analysis": name, "model": r.ref, "architecture": r.record["architecture"],
+    for a in family_analyses():
+        for r in fr.results.get(a.name, []):
+            rows.append({"analysis": a.name, "model": r.ref, "architecture": r.record["architecture"],
                          "layers": r.n_layers, "heads": r.record["n_heads"], "sentences": r.n_sentences,
                          "completed": True})
     return pd.DataFrame(rows)
