@@ -26,9 +26,10 @@ def test_each_caveat_names_the_models_it_is_about():
                                                       "position 0: `smollm2`")
     assert confounds.stand_ins(run) == (
         "offline stand-ins, not the paper's checkpoints: `minilm` for bert, `smollm2` for llama, `nomic` for no paper "
-        "family; tuned for a task, not base weights: `minilm` (sentence embedding (contrastive)), `smollm2` "
-        "(instruct), `nomic` (text embedding (contrastive))")
-    assert confounds.sizes(run) == "from 22.7 M (`minilm`) to 137 M (`nomic`) parameters"
+        "family")
+    assert confounds.tuned(run) == ("tuned for a task, not base weights: `minilm` (sentence embedding (contrastive)), "
+                                    "`smollm2` (instruct), `nomic` (text embedding (contrastive))")
+    assert confounds.sizes(run) == "sizes from 22.7 M (`minilm`) to 137 M (`nomic`) parameters"
 
 
 def test_hub_models_get_only_the_caveats_their_records_carry():
@@ -43,7 +44,8 @@ def test_hub_models_get_only_the_caveats_their_records_carry():
 def test_the_offline_caveats_point_to_the_paper_profile_and_empty_runs_say_so():
     text = confounds.model_caveats([offline("gemma3", True, "gemma")])
     assert text.splitlines()[-1] == "The `paper` profile reruns this page on the paper's models."
-    assert "- 268.1 M parameters (`gemma3`)." in text
+    assert "- size: 268.1 M parameters (`gemma3`)." in text
+    assert confounds.tuned([offline("gemma3", True, "gemma")]) is None  # a base checkpoint
     assert confounds.model_caveats([]) == "**Caveats of the models run**: no model ran."
     assert confounds.stands_for([]) == "No model ran."
     assert confounds.names(["a", "b", "c"]) == "`a`, `b` and `c`" and confounds.names([]) == ""

@@ -56,8 +56,8 @@ def quantized(results: Sequence[ModelResult]) -> str:
 
 
 def stand_ins(results: Sequence[ModelResult]) -> str | None:
-    """The offline models as stand-ins: the paper family each stands for (or none), and those tuned for a task
-    rather than released as base checkpoints. ``None`` when no offline model ran."""
+    """The offline models as stand-ins: the paper family each stands for (or none). ``None`` when no offline model
+    ran."""
     offline = [r for r in _unique(results) if r.ref in OFFLINE_MODELS]
     if not offline:
         return None
@@ -68,12 +68,17 @@ def stand_ins(results: Sequence[ModelResult]) -> str | None:
     parts = [f"{names(refs)} for {family}" for family, refs in by_family.items() if family]
     if "" in by_family:
         parts.append(f"{names(by_family[''])} for no paper family")
-    text = "offline stand-ins, not the paper's checkpoints: " + ", ".join(parts)
-    tuned = [r.ref for r in offline if OFFLINE_MODELS[r.ref].tuning != "base"]
-    if tuned:
-        text += "; tuned for a task, not base weights: " + ", ".join(
-            f"`{ref}` ({OFFLINE_MODELS[ref].tuning})" for ref in tuned)
-    return text
+    return "offline stand-ins, not the paper's checkpoints: " + ", ".join(parts)
+
+
+def tuned(results: Sequence[ModelResult]) -> str | None:
+    """The offline models tuned for a task rather than released as base checkpoints, with the task; ``None`` when
+    there are none."""
+    found = [r.ref for r in _unique(results) if r.ref in OFFLINE_MODELS and OFFLINE_MODELS[r.ref].tuning != "base"]
+    if not found:
+        return None
+    return "tuned for a task, not base weights: " + ", ".join(f"`{ref}` ({OFFLINE_MODELS[ref].tuning})"
+                                                                for ref in found)
 
 
 def sizes(results: Sequence[ModelResult]) -> str | None:
@@ -87,13 +92,14 @@ def sizes(results: Sequence[ModelResult]) -> str | None:
         return None
     (_, low, low_ref), (_, high, high_ref) = min(counts), max(counts)
     if low_ref == high_ref:
-        return f"{low} parameters (`{low_ref}`)"
-    return f"from {low} (`{low_ref}`) to {high} (`{high_ref}`) parameters"
+        return f"size: {low} parameters (`{low_ref}`)"
+    return f"sizes from {low} (`{low_ref}`) to {high} (`{high_ref}`) parameters"
 
 
 def model_confounds(results: Sequence[ModelResult]) -> list[str]:
     """Each way the models run differ from the paper's, as a phrase naming the models."""
-    phrases = [quantized(results), first_word_at_position0(results), stand_ins(results), sizes(results)]
+    phrases = [quantized(results), first_word_at_position0(results), stand_ins(results), tuned(results),
+               sizes(results)]
     return [p for p in phrases if p]
 
 
