@@ -166,6 +166,17 @@ def test_the_long_runs_report_when_a_sink_formed_or_how_far_none_did():
     assert "`long-nope-s0` ran all 24,000 steps and formed **no sink** by step 24,000 (98M tokens)" in text
     assert "`long-learned-s0` ran all 24,000 steps and formed a sink at step 12,000 (49M tokens), after" in text
     assert "0 of its 33 probes up to step 8,000 equal" in text and "`long-rope-s1` has not been trained yet." in text
+    assert (rows.loc["long-learned-s0", "probes after"], rows.loc["long-learned-s0", "unformed after"]) == (48, 0)
+    assert "(it held at all 48 later probes; at its last probe layer 1's share is 0.600, lower bound 0.550)" in text
+
+
+def test_a_sink_that_falls_below_the_rule_again_is_said_to():
+    records = _long_records(1000, 2000)
+    records[6]["formed"] = False  # step 1500: the lower bound under 0.5 again
+    rows = fm.long_run_rows({"long-rope-s1": records}, {}).set_index("run")
+    assert (rows.loc["long-rope-s1", "probes after"], rows.loc["long-rope-s1", "unformed after"]) == (4, 1)
+    text = fm.long_run_text(rows.reset_index())
+    assert "formed a sink at step 1,000 (4M tokens), by the test's step 8,000 (at 1 of its 4 later probes" in text
 
 
 def test_a_long_run_still_training_says_how_far_it_got():

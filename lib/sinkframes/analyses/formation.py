@@ -237,8 +237,9 @@ def long_run_rows(runs: Mapping[str, Sequence[Mapping[str, Any]]],
                   grid_runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.DataFrame:
     """One row per run of :data:`~sinkframes.training.text_lm.LONG` (sooner or never): how far it has been trained,
     the tokens it has seen, the first step at which it had formed a sink (the grid's rule) or None, the largest
-    layer's first-token share and its lower 95 % bound at its last probe, Gu et al.'s sink-head share at step 8000
-    and at its last probe, and how many of its first probes equal its grid run's. A run not yet started has only its
+    layer's first-token share and its lower 95 % bound at its last probe, how many later probes fell below the rule
+    again, Gu et al.'s sink-head share at step 8000 and at its last probe, and how many of its first probes equal its
+    grid run's. A run not yet started has only its
     name, position and seed."""
     import pandas as pd
 
@@ -252,14 +253,18 @@ def long_run_rows(runs: Mapping[str, Sequence[Mapping[str, Any]]],
             layer = max(range(len(last["first_share"])), key=lambda i: last["first_share"][i])
             at8k = [r for r in records if r["step"] == FORMATION_STEP]
             equal, compared = same_start(records, grid_runs.get(grid_name(recipe.position, recipe.seed), []))
+            sink = first_formed(records)
+            after = [r for r in records if sink is not None and r["step"] > sink]
             row |= {"step": int(last["step"]), "tokens (M)": tokens_seen(int(last["step"])),
-                    "sink step": first_formed(records), "largest layer": layer,
+                    "sink step": sink, "probes after": len(after),
+                    "unformed after": sum(not r["formed"] for r in after), "largest layer": layer,
                     "share": last["first_share"][layer], "share low": last["first_low"][layer],
                     "sink heads % at 8000": 100 * sink_head_share(at8k[0]) if at8k else None,
                     "sink heads % now": 100 * sink_head_share(last), "loss": last["loss"],
                     "equal probes": equal, "compared probes": compared}
         rows.append(row)
-    whole = ["seed", "planned", "step", "sink step", "largest layer", "equal probes", "compared probes"]
+    whole = ["seed", "planned", "step", "sink step", "probes after", "unformed after", "largest layer", "equal probes",
+             "compared probes"]
     table = pd.DataFrame(rows)
     return table.astype({c: "Int64" for c in whole if c in table})
 
@@ -283,6 +288,12 @@ def long_run_text(rows: pd.DataFrame) -> str:
             sink = int(r["sink step"])
             found = (f"formed a sink at step {sink:,} ({tokens_seen(sink):.0f}M tokens), "
                      + ("after" if sink > FORMATION_STEP else "by") + f" the test's step {FORMATION_STEP:,}")
+            later, lost = int(r["probes after"]), int(r["unformed after"])
+            if later:
+                found += (f" (at {lost} of its {later} later probes the lower bound fell to 0.5 or below again; "
+                          if lost else f" (it held at all {later} later probes; ")
+                found += (f"at its last probe layer {int(r['largest layer'])}'s share is {r['share']:.3f}, lower bound "
+                          f"{r['share low']:.3f})")
         else:
             found = (f"formed **no sink** by step {step:,} ({tokens_seen(step):.0f}M tokens): its largest layer share "
                      f"is {r['share']:.3f} (layer {int(r['largest layer'])}, lower bound {r['share low']:.3f}), "
