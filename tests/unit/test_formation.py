@@ -206,3 +206,13 @@ def test_the_long_run_takeaway_names_each_trained_run():
                             {})
     assert fm.long_run_takeaway(rows) == "long-nope-s0: no sink by step 9,000; long-learned-s0: a sink at step 500."
     assert fm.long_run_takeaway(fm.long_run_rows({}, {})) == ""
+
+
+def test_the_scorecard_line_says_the_long_runs_are_observed_and_compares_gu_et_al_scale():
+    rows = fm.long_run_rows({"long-nope-s0": _long_records(None, 24000), "long-learned-s0": _long_records(500, 1000)},
+                            {})
+    line = fm.sooner_or_never(rows)
+    assert "long-nope-s0: no sink by step 24,000; long-learned-s0: a sink at step 500." in line
+    assert "one per cell, observed, not a verdict" in line
+    assert line.endswith("with 5B tokens, about 51 times the 98M these runs saw.")  # 5e9 / (24000 * 32 * 128)
+    assert fm.sooner_or_never(fm.long_run_rows({}, {})) == ""

@@ -316,6 +316,24 @@ def long_run_takeaway(rows: pd.DataFrame) -> str:
     return "; ".join(said) + "." if said else ""
 
 
+#: the training tokens of Gu et al.'s models (arXiv 2410.10781: 60M parameters on 5B tokens), which formed a sink
+#: under every position encoding
+GU_TOKENS = 5e9
+
+
+def sooner_or_never(rows: pd.DataFrame) -> str:
+    """The long runs' outcome in one paragraph for the scorecard (observed, one run per cell: no verdict), beside
+    Gu et al.'s scale; empty when no long run has been trained."""
+    take = long_run_takeaway(rows)
+    if not take:
+        return ""
+    reached = max(int(s) for s in rows["step"] if not _missing(s))
+    return (f"**Sooner or never** (chapter 9: runs continued past the formation test's step {FORMATION_STEP:,}, one "
+            f"per cell, observed, not a verdict): {take.rstrip('.')}. Gu et al. found a sink under every encoding "
+            f"with {GU_TOKENS / 1e9:.0f}B tokens, about {GU_TOKENS / (tokens_seen(reached) * 1e6):.0f} times the "
+            f"{tokens_seen(reached):.0f}M these runs saw.")
+
+
 def _missing(value: Any) -> bool:
     """Whether a table cell is missing (None or NaN)."""
     import pandas as pd

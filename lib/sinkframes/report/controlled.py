@@ -299,3 +299,13 @@ def text_grid_takeaway(table: pd.DataFrame) -> str:
         parts.append(f"{POSITION_NAMES.get(str(position), position)} {n} of {len(g)}")
     seeds = "" if len(table) == len(GRID) else " (of the seeds trained so far)"
     return f"Runs with a first-token sink by step {GRID_BASE.last_step}, per encoding{seeds}: {'; '.join(parts)}."
+
+
+def sooner_or_never() -> str:
+    """The long natural-text runs' outcome for the scorecard, read from the shipped training logs (chapter 9 shows the
+    runs themselves): :func:`~sinkframes.analyses.formation.sooner_or_never`."""
+    from ..analyses import formation, text_grid
+    from ..training.text_lm import LONG
+
+    runs = {name: records for name, records in formation.read_runs().items() if name in LONG}
+    return formation.sooner_or_never(formation.long_run_rows(runs, text_grid.read_grid_log()))
