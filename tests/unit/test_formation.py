@@ -167,6 +167,7 @@ def test_the_long_runs_report_when_a_sink_formed_or_how_far_none_did():
     assert "`long-learned-s0` ran all 24,000 steps and formed a sink at step 12,000 (49M tokens), after" in text
     assert "0 of its 33 probes up to step 8,000 equal" in text and "`long-rope-s1` has not been trained yet." in text
     assert (rows.loc["long-learned-s0", "probes after"], rows.loc["long-learned-s0", "unformed after"]) == (48, 0)
+    assert fm._missing(rows.loc["long-nope-s0", "probes after"])  # no sink: nothing after it to count
     assert "(it held at all 48 later probes; at its last probe layer 1's share is 0.600, lower bound 0.550)" in text
 
 

@@ -256,8 +256,9 @@ def long_run_rows(runs: Mapping[str, Sequence[Mapping[str, Any]]],
             sink = first_formed(records)
             after = [r for r in records if sink is not None and r["step"] > sink]
             row |= {"step": int(last["step"]), "tokens (M)": tokens_seen(int(last["step"])),
-                    "sink step": sink, "probes after": len(after),
-                    "unformed after": sum(not r["formed"] for r in after), "largest layer": layer,
+                    "sink step": sink, "probes after": len(after) if sink is not None else None,
+                    "unformed after": sum(not r["formed"] for r in after) if sink is not None else None,
+                    "largest layer": layer,
                     "share": last["first_share"][layer], "share low": last["first_low"][layer],
                     "sink heads % at 8000": 100 * sink_head_share(at8k[0]) if at8k else None,
                     "sink heads % now": 100 * sink_head_share(last), "loss": last["loss"],
