@@ -254,10 +254,10 @@ def long_run_rows(runs: Mapping[str, Sequence[Mapping[str, Any]]],
             at8k = [r for r in records if r["step"] == FORMATION_STEP]
             equal, compared = same_start(records, grid_runs.get(grid_name(recipe.position, recipe.seed), []))
             sink = first_formed(records)
-            after = [r for r in records if sink is not None and r["step"] > sink]
+            later = None if sink is None else [r for r in records if r["step"] > sink]  # no sink: nothing to count
             row |= {"step": int(last["step"]), "tokens (M)": tokens_seen(int(last["step"])),
-                    "sink step": sink, "probes after": len(after) if sink is not None else None,
-                    "unformed after": sum(not r["formed"] for r in after) if sink is not None else None,
+                    "sink step": sink, "probes after": None if later is None else len(later),
+                    "unformed after": None if later is None else sum(not r["formed"] for r in later),
                     "largest layer": layer,
                     "share": last["first_share"][layer], "share low": last["first_low"][layer],
                     "sink heads % at 8000": 100 * sink_head_share(at8k[0]) if at8k else None,
