@@ -32,6 +32,7 @@ class Page:
     run_last: bool = False  # executed after every other page (the scorecard reads their verdicts)
     long_running: bool = False  # started first when pages run in parallel (the longest pages start at once)
     random_twins: bool = False  # its analyses run each model's random-initialized twin too (stored attention: both)
+    second_draw: bool = False  # it decides its headline claims again on a second draw (stored attention: its models)
 
     def output_for(self, profile: str) -> str:
         """Where the executed copy for ``profile`` goes, relative to the book's root."""

@@ -89,7 +89,8 @@ def _convert_one(key: str) -> str | None:
 
 
 def _fill_one(model: str, n: int, settings: dict[str, Any]) -> str | None:
-    """Store ``model``'s attention on the first ``n`` sentences of a draw (a worker task); the error as text."""
+    """Store ``model``'s attention on the first ``n`` sentences of a draw, or with ``settings["draw"] == "second"`` on
+    the second draw a page of ``n`` sentences makes (``PageSetup.second_texts``); a worker task; the error as text."""
     from sinkframes import corpus
     from sinkframes.extraction import shared
     from sinkframes.threads import configure
@@ -97,8 +98,12 @@ def _fill_one(model: str, n: int, settings: dict[str, Any]) -> str | None:
 
     try:
         configure()
-        texts = corpus.sample_sentences(n, seed=settings["seed"], dataset=settings["dataset"],
-                                        csv_path=settings["csv_path"])["text"].tolist()
+        drawn = corpus.sample_sentences(n, seed=settings["seed"], dataset=settings["dataset"],
+                                        csv_path=settings["csv_path"])
+        if settings.get("draw") == "second":
+            drawn = corpus.disjoint_draw(drawn, seed=settings["seed"], dataset=settings["dataset"],
+                                         csv_path=settings["csv_path"])
+        texts = drawn["text"].tolist()
         opts = RunOptions(max_length=settings["max_length"], bos_policy=settings["bos_policy"],
                           dtype=settings["dtype"], device=settings["device"], progress=False)
         shared.fill(model, texts, opts)
@@ -131,14 +136,16 @@ def prepare_models_and_attention(pages: list[Page], profile: str, jobs: int) -> 
         print(f"[sinkframes] converting {', '.join(to_convert)} to fp32 copies from their packages before the pages "
               "start", flush=True)
     if plan:
-        print(f"[sinkframes] computing the attention the pages share: "
-              f"{', '.join(f'{m} ({n} sentences)' for m, n, _ in plan)}", flush=True)
+        entries = [f"{m} ({n} sentences{', second draw' if s.get('draw') == 'second' else ''})" for m, n, s in plan]
+        print(f"[sinkframes] computing the attention the pages share: {', '.join(entries)}", flush=True)
     t0 = time.time()
     with _pool(min(jobs, len(tasks)), jobs) as pool:
         futures = {pool.submit(_prepare_one, *task): task for task in tasks}
         for done, fut in enumerate(as_completed(futures), 1):
             model, convert, fill = futures[fut]
-            ready = ["fp32 copy ready" if convert else "", f"attention on {fill[0]} sentences ready" if fill else ""]
+            draw = " (second draw)" if fill and fill[1].get("draw") == "second" else ""
+            ready = ["fp32 copy ready" if convert else "",
+                     f"attention on {fill[0]} sentences{draw} ready" if fill else ""]
             what = " and ".join(x for x in ready if x)
             problem = fut.result()
             said = f"FAILED ({problem})" if problem else what

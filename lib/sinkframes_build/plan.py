@@ -122,19 +122,28 @@ def attention_plan(pages: list[Page], profile: str) -> list[tuple[str, int, dict
     (dataset, seed) and run options, the largest number of sentences a page asks for (a draw of ``n``
     sentences begins with the draw of fewer). Pages with the topology page's ``official`` selection are
     left out: they choose their sentences otherwise. A page marked ``random_twins`` adds each model's
-    random-initialized twin (``random:<model>``), which its analyses run beside the model."""
+    random-initialized twin (``random:<model>``), which its analyses run beside the model. A page marked
+    ``second_draw`` adds, for its models, the second draw it decides its headline claims on again
+    (``corpus.disjoint_draw`` of its sentences; settings ``draw: "second"``), so that two pages with the same
+    second draw run its forward pass once."""
     plan: dict[tuple[Any, ...], int] = {}
+    second: dict[tuple[Any, ...], int] = {}
     for page in pages:
         params = run_parameters(page, profile)
         if params["selection"] != "balanced" or not isinstance(params.get("n_sentences"), int):
             continue
         models = list(params.get("models") or [])
+        if page.second_draw:  # a second draw of n is disjoint from the first n: its own entry for each n
+            for model in models:
+                second[(model, *(params[k] for k in ATTENTION_SETTINGS), params["n_sentences"])] = params["n_sentences"]
         if page.random_twins:
             models += [f"{RANDOM_PREFIX}{m}" for m in models if not m.startswith(RANDOM_PREFIX)]
         for model in models:
             key = (model, *(params[k] for k in ATTENTION_SETTINGS))
             plan[key] = max(plan.get(key, 0), params["n_sentences"])
-    return [(key[0], n, dict(zip(ATTENTION_SETTINGS, key[1:], strict=True))) for key, n in plan.items()]
+    first = [(key[0], n, dict(zip(ATTENTION_SETTINGS, key[1:], strict=True))) for key, n in plan.items()]
+    return first + [(key[0], n, {**dict(zip(ATTENTION_SETTINGS, key[1:-1], strict=True)), "draw": "second"})
+                    for key, n in second.items()]
 
 
 def models_to_convert(pages: list[Page], profile: str) -> list[str]:
@@ -167,7 +176,8 @@ def preparation_tasks(pages: list[Page], profile: str
     """The preparation's tasks in the order they are given to the pool, with the models to convert and the
     attention plan they come from. Each model to convert is converted by its first attention task (or a
     task of its own if no page shares its attention); tasks with a conversion come first, the largest
-    package first, so that the longest chain starts at once; the others keep the plan's order."""
+    package first, so that the longest chain starts at once; the others follow the most sentences first (the
+    few-sentence tasks of the tiny models fill the end), in the plan's order otherwise."""
     to_convert = models_to_convert(pages, profile)
     plan = attention_plan(pages, profile) if profile in SHARED_ATTENTION_PROFILES else []
     tasks: list[Task] = []
@@ -175,5 +185,5 @@ def preparation_tasks(pages: list[Page], profile: str
         tasks.append((model, model in to_convert and all(t[0] != model for t in tasks), (n, settings)))
     tasks += [(m, True, None) for m in to_convert if all(t[0] != m for t in tasks)]
     sizes = {m: _package_bytes(m) for m in to_convert}
-    tasks.sort(key=lambda t: -sizes[t[0]] if t[1] else 0)  # stable: the plan's order otherwise
+    tasks.sort(key=lambda t: (0, -sizes[t[0]]) if t[1] else (1, -(t[2][0] if t[2] else 0)))  # stable otherwise
     return tasks, to_convert, plan

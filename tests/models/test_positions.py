@@ -84,3 +84,22 @@ def test_token_edits_say_where_the_original_first_token_went(texts):
     assert new == [[7, 7, 8, 9, 10]] and first == [1]
     again, _ = probe.edit_tokens(probe.Intervention("prefix", 4), ids, lm.tokenizer, seed=0)
     assert again == probe.edit_tokens(probe.Intervention("prefix", 4), ids, lm.tokenizer, seed=0)[0]
+
+
+def test_a_random_twin_runs_no_head_and_its_attention_and_hidden_states_are_the_full_models():
+    """The twin's pass (``random:<ref>``) skips the language-model head: no loss, the same attention and hidden
+    states as the model with its head, bit for bit."""
+    import math
+
+    twin = get_model("random:tiny:llama", device="cpu")
+    iv = probe.Intervention("ntk", 4.0)
+    samples = dict(probe.run(iv, twin, IDS, batch_size=1, seed=0, progress=False))
+    assert math.isnan(samples[0]["loss"]) and samples[0]["pooled"] is None
+    input_ids, mask = pad_batch(IDS, 0)
+    with torch.no_grad(), probe.applied(iv, twin.model):
+        out = twin.model(input_ids=input_ids, attention_mask=mask, output_attentions=True, output_hidden_states=True,
+                         use_cache=False)
+    assert torch.equal(samples[0]["attention"], torch.stack(out.attentions, 1)[0])
+    assert torch.equal(samples[0]["hidden"], torch.stack(out.hidden_states, 1)[0])
+    model = get_model("tiny:llama", device="cpu")
+    assert math.isfinite(dict(probe.run(iv, model, IDS, batch_size=1, seed=0, progress=False))[0]["loss"])

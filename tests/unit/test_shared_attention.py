@@ -57,6 +57,31 @@ def test_a_page_that_runs_random_twins_stores_their_attention_too():
     assert {"topology", "spectral_graphs", "information_geometry", "appendix_h_encoders"} <= marked
 
 
+def test_a_page_that_decides_again_on_a_second_draw_stores_it_once_for_its_models():
+    """Each second draw is its own entry (a second draw of n is disjoint from the first n, so it is not a part of a
+    larger one); two pages with the same second draw share it; the twins are not run on it."""
+    one = _page("one", models=["m1", "m2"], n_sentences=200)
+    two = _page("two", models=["m1"], n_sentences=200)
+    small = _page("small", models=["m1"], n_sentences=100)
+    for page in (one, two, small):
+        page.second_draw = True
+    one.random_twins = True
+    planned = [(m, n, s.get("draw")) for m, n, s in plan.attention_plan([one, two, small], "offline")]
+    assert sorted(planned, key=str) == sorted([("m1", 200, None), ("m2", 200, None), ("random:m1", 200, None),
+                                               ("random:m2", 200, None), ("m1", 200, "second"), ("m2", 200, "second"),
+                                               ("m1", 100, "second")], key=str)
+    marked = {p.id for p in load_manifest().pages if p.second_draw}
+    assert marked == {"reference_frames", "spectral_graphs"}  # the pages that read pg.second_texts
+
+
+def test_the_page_templates_that_make_a_second_draw_are_marked():
+    from sinkframes.manifest import repo_root
+
+    for page in load_manifest().pages:
+        source = (repo_root() / page.template).read_text()
+        assert ("second_texts" in source) == page.second_draw, page.id
+
+
 def test_only_the_offline_profile_shares_attention():
     assert not executors.prepare_models_and_attention([_page("a", models=["tiny:llama"], n_sentences=4)], "smoke", 1)
 

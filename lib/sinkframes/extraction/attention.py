@@ -106,15 +106,20 @@ def extract_attention(
     ``opts`` holds the run options; keyword ``overrides`` (``batch_size=``, ``dtype=``, ...) change some.
     """
     o = RunOptions.build(opts, **overrides)
+
+    def keep(att: torch.Tensor, hid: torch.Tensor | None, causal: bool) -> dict[str, Any]:
+        return {"attention": att, "hidden": hid}
+
     payload, hit = run_cached(
         ref,
         texts,
         {"kind": "attention"},
-        lambda att, hid, causal: {"attention": att, "hidden": hid},
+        keep,
         o,
         iterate_samples,
         hidden_states=hidden_states,
         namespace="extractions",
+        stored=None if hidden_states else lambda: shared.payload(ref, list(texts), o, keep),
     )
     res = payload["results"]
     return Extraction(
@@ -140,15 +145,20 @@ def summarize(
     ``reducer.key()`` (a dict) identifies the reduction in the cache key.
     """
     o = RunOptions.build(opts, **overrides)
+
+    def reduce(att: torch.Tensor, hid: torch.Tensor | None, causal: bool) -> dict[str, torch.Tensor]:
+        return reducer(att, causal)
+
     payload, hit = run_cached(
         ref,
         texts,
         {"kind": "summary", **reducer_key(reducer)},
-        lambda att, hid, causal: reducer(att, causal),
+        reduce,
         o,
         iterate_samples,
         hidden_states=False,
         namespace="extractions",
+        stored=lambda: shared.payload(ref, list(texts), o, reduce),
     )
     return Extraction(
         record=payload["record"],

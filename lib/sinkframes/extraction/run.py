@@ -44,16 +44,21 @@ def run_cached(
     *,
     hidden_states: bool,
     namespace: str,
+    stored: Callable[[], dict[str, Any] | None] | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """``({record, texts, tokens, results}, cache hit)`` for ``ref`` on ``texts``.
 
-    ``per_sample(*sample, causal)`` reduces each sample as it comes; results follow the text order.
+    ``per_sample(*sample, causal)`` reduces each sample as it comes; results follow the text order. ``stored``: on a
+    miss, the same payload from stored inputs without loading the model (``extraction.shared.payload``), or
+    ``None`` when they are not all stored.
     """
     check_texts(texts)  # before the key: its digest reads every text
     texts = list(texts)
     key = cache_key(product, ref, texts, opts, hidden_states=hidden_states)
 
     def compute() -> dict[str, Any]:
+        if stored is not None and (found := stored()) is not None:
+            return found
         lm = get_model(ref, opts)
         ids = tokenize_for(lm, texts, opts)
         results: list[Any] = [None] * len(texts)

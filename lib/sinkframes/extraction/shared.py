@@ -11,12 +11,17 @@ reads the stored sentences and runs the forward pass only for the others.
 Only :func:`fill` writes the store, so what a page reads never depends on which page ran first. A
 causal model's attention is stored as its lower triangle (the rest is exactly zero), which halves
 the disk it takes; a matrix with weight above the diagonal is stored whole.
+
+The fill also stores the model's record and each text's token ids and tokens, so that a reduction of
+sentences the store holds entirely (:func:`payload`) loads no model: a page that only reads stored
+attention would otherwise load every model and random twin it names (about half of such a page's
+time on the offline profile, measured in ``bench/README.md``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -45,6 +50,16 @@ def base_key(ref: str, opts: RunOptions) -> dict[str, Any]:
 
 def sentence_key(base: dict[str, Any], ids: list[int]) -> dict[str, Any]:
     return {**base, "ids": [int(t) for t in ids]}
+
+
+def record_key(base: dict[str, Any]) -> dict[str, Any]:
+    """The key of the model's record (``ModelRecord.to_dict`` of the model the fill loaded)."""
+    return {**base, "part": "record"}
+
+
+def text_key(base: dict[str, Any], text: str) -> dict[str, Any]:
+    """The key of one text's ``{"ids", "tokens"}`` under the model and options of ``base``."""
+    return {**base, "part": "tokens", "text": text}
 
 
 def pack(att: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -93,7 +108,8 @@ def fill(ref: str, texts: list[str], opts: RunOptions) -> int:
     from .batching import get_model, tokenize_for
 
     cache, base = Cache(namespace=NAMESPACE), base_key(ref, opts)  # the model's reference, as pages read it
-    marker = cache_key({"kind": "sentence_attention_filled", "version": VERSION}, ref, list(texts), opts)
+    marker = cache_key({"kind": "sentence_attention_filled", "version": VERSION, "tokens": True}, ref, list(texts),
+                       opts)
     if cache.contains(marker):
         return 0
     lm = get_model(ref, opts)
@@ -101,5 +117,40 @@ def fill(ref: str, texts: list[str], opts: RunOptions) -> int:
     todo = [x for x in dict.fromkeys(tuple(x) for x in ids) if not cache.contains(sentence_key(base, list(x)))]
     for i, att, _ in iterate_samples(lm, [list(x) for x in todo], opts, hidden_states=False, share=False):
         cache.store(sentence_key(base, list(todo[i])), pack(att))
+    if not cache.contains(record_key(base)):
+        cache.store(record_key(base), lm.record.to_dict())
+    for text, x in zip(texts, ids, strict=True):
+        if not cache.contains(text_key(base, text)):
+            cache.store(text_key(base, text), {"ids": list(x), "tokens": lm.tokenizer.convert_ids_to_tokens(x)})
     cache.store(marker, len(texts))
     return len(todo)
+
+
+def payload(ref: str, texts: list[str], opts: RunOptions, per_sample: Callable[..., Any]
+            ) -> dict[str, Any] | None:
+    """``{record, texts, tokens, results}`` of ``per_sample(attention, None, causal)`` over ``texts`` read from the
+    store alone, as ``extraction.run.run_cached`` computes it, without loading the model; ``None`` unless the store
+    is read (:func:`active`) and holds the record, the tokens and the attention of every text (the caller then runs
+    the model, which reads what the store holds and computes the rest)."""
+    from .batching import STATS
+
+    if not active(opts, hidden_states=False):
+        return None
+    cache, base = Cache(namespace=NAMESPACE), base_key(ref, opts)
+    keys = [text_key(base, t) for t in texts]
+    if not cache.contains(record_key(base)) or not all(cache.contains(k) for k in keys):
+        return None
+    try:
+        record = cache.load(record_key(base))
+        tokenized = [cache.load(k) for k in keys]
+        if not all(cache.contains(sentence_key(base, x["ids"])) for x in tokenized):
+            return None
+        atts = [unpack(cache.load(sentence_key(base, x["ids"]))) for x in tokenized]
+    except (KeyError, CorruptCacheEntry):
+        return None  # a damaged entry: the model runs, and the store's reader removes it
+    causal = bool(record["causal"])
+    results = []
+    for att in atts:
+        STATS["samples"] += 1
+        results.append(per_sample(att, None, causal))
+    return {"record": record, "texts": list(texts), "tokens": [x["tokens"] for x in tokenized], "results": results}
