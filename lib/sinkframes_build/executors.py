@@ -112,14 +112,21 @@ def _fill_one(model: str, n: int, settings: dict[str, Any]) -> str | None:
         return failure_text(exc)
 
 
-def _prepare_one(model: str, convert: bool, fill: tuple[int, dict[str, Any]] | None) -> str | None:
-    """Convert offline model ``model`` from GGUF if ``convert``, then store its attention on ``fill`` = ``(n,
-    settings)`` if given (a worker task); what went wrong, as a sentence for the log, or ``None``."""
+def _prepare_one(model: str, convert: bool, fills: tuple[tuple[int, dict[str, Any]], ...]) -> str | None:
+    """Convert offline model ``model`` from GGUF if ``convert``, then store its attention on each of ``fills`` (``(n,
+    settings)``; a worker task); what went wrong, as a sentence for the log, or ``None``."""
     if convert and (problem := _convert_one(model)):
         return f"could not be converted ({problem}); its pages will say so"
-    if fill is not None and (problem := _fill_one(model, *fill)):
-        return f"its shared attention was not stored ({problem}); its pages compute their own"
+    for fill in fills:
+        if problem := _fill_one(model, *fill):
+            return f"its shared attention was not stored ({problem}); its pages compute their own"
     return None
+
+
+def _filled(fills: tuple[tuple[int, dict[str, Any]], ...]) -> str:
+    """``attention on 200 sentences and on the second draw of 200`` for a task's ``fills``."""
+    said = [f"the second draw of {n}" if s.get("draw") == "second" else f"{n} sentences" for n, s in fills]
+    return "attention on " + " and on ".join(said) + " ready" if said else ""
 
 
 def prepare_models_and_attention(pages: list[Page], profile: str, jobs: int) -> bool:
@@ -142,11 +149,8 @@ def prepare_models_and_attention(pages: list[Page], profile: str, jobs: int) -> 
     with _pool(min(jobs, len(tasks)), jobs) as pool:
         futures = {pool.submit(_prepare_one, *task): task for task in tasks}
         for done, fut in enumerate(as_completed(futures), 1):
-            model, convert, fill = futures[fut]
-            draw = " (second draw)" if fill and fill[1].get("draw") == "second" else ""
-            ready = ["fp32 copy ready" if convert else "",
-                     f"attention on {fill[0]} sentences{draw} ready" if fill else ""]
-            what = " and ".join(x for x in ready if x)
+            model, convert, fills = futures[fut]
+            what = " and ".join(x for x in ("fp32 copy ready" if convert else "", _filled(fills)) if x)
             problem = fut.result()
             said = f"FAILED ({problem})" if problem else what
             print(f"[sinkframes] preparation {done}/{len(tasks)}: {model} {said} "

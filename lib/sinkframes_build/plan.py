@@ -27,7 +27,7 @@ SHARED_ATTENTION_PROFILES = ("offline", "offline-large")
 ATTENTION_SETTINGS = ("dataset", "csv_path", "seed", "max_length", "bos_policy", "dtype", "device")
 
 #: ``(model, convert it, (sentences, settings) of the attention to store or None)``
-Task = tuple[str, bool, "tuple[int, dict[str, Any]] | None"]
+Task = tuple[str, bool, "tuple[tuple[int, dict[str, Any]], ...]"]
 
 
 #: the file, in the page cache's folder, that keeps each page's last execution time per profile
@@ -174,16 +174,25 @@ def _package_bytes(model: str) -> int:
 def preparation_tasks(pages: list[Page], profile: str
                       ) -> tuple[list[Task], list[str], list[tuple[str, int, dict[str, Any]]]]:
     """The preparation's tasks in the order they are given to the pool, with the models to convert and the
-    attention plan they come from. Each model to convert is converted by its first attention task (or a
-    task of its own if no page shares its attention); tasks with a conversion come first, the largest
-    package first, so that the longest chain starts at once; the others follow the most sentences first (the
-    few-sentence tasks of the tiny models fill the end), in the plan's order otherwise."""
+    attention plan they come from. One task per model: it converts the model if it must be (its package
+    is read once), then stores its attention on each of its plan's entries (a first draw and a second draw, with
+    the model loaded once). Tasks with a conversion come first, the largest package first, so that the longest
+    chain starts at once; the others follow the most work first (sentences times the package's size, a random
+    twin's that of its model), so that the short tasks of the small and tiny models fill the end."""
     to_convert = models_to_convert(pages, profile)
     plan = attention_plan(pages, profile) if profile in SHARED_ATTENTION_PROFILES else []
-    tasks: list[Task] = []
+    fills: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for model, n, settings in plan:
-        tasks.append((model, model in to_convert and all(t[0] != model for t in tasks), (n, settings)))
-    tasks += [(m, True, None) for m in to_convert if all(t[0] != m for t in tasks)]
+        fills.setdefault(model, []).append((n, settings))
+    tasks: list[Task] = [(m, m in to_convert, tuple(f)) for m, f in fills.items()]
+    tasks += [(m, True, ()) for m in to_convert if m not in fills]
     sizes = {m: _package_bytes(m) for m in to_convert}
-    tasks.sort(key=lambda t: (0, -sizes[t[0]]) if t[1] else (1, -(t[2][0] if t[2] else 0)))  # stable otherwise
+
+    def work(task: Task) -> float:
+        from sinkframes.models.registry import OFFLINE_MODELS
+
+        base = task[0].removeprefix(RANDOM_PREFIX)
+        return sum(n for n, _ in task[2]) * ((_package_bytes(base) if base in OFFLINE_MODELS else 0) or 0)
+
+    tasks.sort(key=lambda t: (0, -sizes[t[0]]) if t[1] else (1, -work(t)))  # stable otherwise
     return tasks, to_convert, plan

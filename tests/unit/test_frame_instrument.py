@@ -101,3 +101,40 @@ def test_as_a_layer_is_read_structureless_attention_reads_none_and_every_planted
     assert (sets.loc[sets["planted"].isin(["uniform", "random"]), "read"] == "none").all()
     strong = sets[sets["strength"] >= STATED_STRENGTH]
     assert len(strong) >= 20 and (strong["read"] == strong["expected"]).all()
+
+
+def _labels_one_row_at_a_time(shares):
+    """The labels read row by row with ``np.isclose``, as the instrument was first written: the reference the
+    whole-array reading must equal on every input."""
+    from sinkframes.metrics.frames import ANCHORS, FRAMES, NO_ANCHOR
+
+    kinds, where = shares[:, : len(FRAMES)], shares[:, len(FRAMES):]
+    frame = np.zeros(len(shares), dtype=int)
+    anchor = np.full(len(shares), NO_ANCHOR, dtype=int)
+    for layer, row in enumerate(kinds):
+        tied = np.flatnonzero(np.isclose(row, row.max(), rtol=0, atol=1e-9))
+        frame[layer] = tied[0] if len(tied) == 1 else (0 if 0 in tied else FRAMES.index("distributed"))
+        if frame[layer] == FRAMES.index("centralized"):
+            top = np.flatnonzero(np.isclose(where[layer], where[layer].max(), rtol=0, atol=1e-9))
+            anchor[layer] = top[0] if len(top) == 1 else ANCHORS.index("other")
+    return frame, anchor
+
+
+def test_the_labels_read_from_shares_equal_the_row_by_row_reading_ties_and_nan_included():
+    from sinkframes.metrics.frames import code_shares, labels_from_shares
+
+    rng = np.random.default_rng(0)
+    for n_sent in (1, 2, 3, 4, 7, 20):  # few sentences: many exact ties among the shares
+        for _ in range(200):
+            frames = rng.integers(0, 4, (n_sent, 6))
+            anchors = np.where(frames == 1, rng.integers(0, 3, (n_sent, 6)), -1)
+            shares = code_shares(frames, anchors)  # [layer, 7]
+            got, want = labels_from_shares(shares), _labels_one_row_at_a_time(shares)
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    shares = rng.random((5, 7))
+    shares[1, 2] = np.nan  # an undefined share: no frame is at the maximum, so the layer reads distributed
+    shares[3, :4] = [0.4, 0.4 + 5e-10, 0.1, 0.1]  # a tie within 1e-9 that includes "none"
+    got, want = labels_from_shares(shares), _labels_one_row_at_a_time(shares)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert got[0][1] == 2 and got[0][3] == 0
+    assert [len(x) for x in labels_from_shares(np.zeros((0, 7)))] == [0, 0]

@@ -87,9 +87,9 @@ def test_only_the_offline_profile_shares_attention():
 
 
 def test_the_preparation_converts_each_model_once_largest_first_then_fills(monkeypatch):
-    """One pool converts the GGUF models and stores the shared attention: a model's first attention task
-    converts it, conversions go first (the larger package first), a model no page shares gets a conversion
-    task of its own, and the rest keeps the plan's order."""
+    """One pool converts the GGUF models and stores the shared attention: one task per model converts it and fills
+    each of its entries, conversions go first (the larger package first), a model no page shares gets a conversion
+    task of its own, and the rest keeps the plan's order when nothing tells their work apart."""
     monkeypatch.setattr(plan, "models_to_convert", lambda pages, profile: ["small", "big", "lonely"])
     monkeypatch.setattr(plan, "_package_bytes", {"small": 10, "big": 30, "lonely": 20}.get)
     pages = [
@@ -98,12 +98,12 @@ def test_the_preparation_converts_each_model_once_largest_first_then_fills(monke
         _page("c", models=["lonely"], n_sentences=10, selection="official"),
     ]
     tasks, _, _ = plan.preparation_tasks(pages, "offline")
-    assert [(m, convert, fill[0] if fill else None) for m, convert, fill in tasks] == [
-        ("big", True, 200), ("lonely", True, None), ("small", True, 200), ("plain", False, 200), ("small", False, 100),
+    assert [(m, convert, [n for n, _ in fills]) for m, convert, fills in tasks] == [
+        ("big", True, [200]), ("lonely", True, []), ("small", True, [200, 100]), ("plain", False, [200]),
     ]
     smoke, _, _ = plan.preparation_tasks(pages, "smoke")  # no shared attention: conversions alone
-    assert [(m, convert, fill) for m, convert, fill in smoke] == [("big", True, None), ("lonely", True, None),
-                                                                 ("small", True, None)]
+    assert [(m, convert, fills) for m, convert, fills in smoke] == [("big", True, ()), ("lonely", True, ()),
+                                                                   ("small", True, ())]
 
 
 def test_long_running_pages_start_first_and_the_rest_keep_the_manifest_order():
@@ -163,3 +163,11 @@ def test_the_plan_reads_the_values_the_template_sets(tmp_path):
     settings = {"dataset": "embedded", "csv_path": None, "seed": 0, "max_length": 64, "bos_policy": "default",
                 "dtype": "float32", "device": "auto"}
     assert plan.attention_plan([page], "offline") == [("m1", 40, settings)]
+
+
+def test_the_preparation_says_which_draws_a_task_stored():
+    second = {"draw": "second"}
+    both = executors._filled(((200, {}), (200, second)))
+    assert both == "attention on 200 sentences and on the second draw of 200 ready"
+    assert executors._filled(((8, {}),)) == "attention on 8 sentences ready"
+    assert executors._filled(()) == ""

@@ -433,3 +433,25 @@ def test_rather_than_bos_asks_the_common_word_to_beat_the_first_token(monkeypatc
     assert est.value == pytest.approx(0.214 - 0.357) and V.apply("above", est, {"threshold": 0.0})[0] == V.NOT_SUPPORTED
     est = result_with(0.1, 0.08, 0.12, 0.4)  # the word wins, whatever the sentences
     assert est.low == pytest.approx(0.4 - 0.12) and V.apply("above", est, {"threshold": 0.0})[0] == V.SUPPORTED
+
+
+def test_the_bootstrap_means_without_nan_are_the_nan_aware_means_bit_for_bit():
+    """``boot`` averages a NaN-free input with ``np.mean`` (no masking copy): the resample means, and so the interval,
+    must be those ``np.nanmean`` gives, on inputs of the shapes the measures pass."""
+    from sinkframes.verdicts import measures
+
+    rng = np.random.default_rng(3)
+    for shape in [(20,), (200, 24), (100, 7, 30), (16, 14, 64)]:
+        x = rng.standard_normal(shape) * 37.0
+        got = measures.boot(x, lambda m: float(np.sum(np.ravel(m) * np.arange(np.size(m)))), seed=5, n_boot=300)
+        idx = np.random.default_rng(5).integers(0, shape[0], (300, shape[0]))
+        draws = np.array([float(np.sum(np.ravel(m) * np.arange(np.size(m)))) for m in np.nanmean(x[idx], 1)])
+        alpha = (1 - 0.95) / 2  # as boot computes it
+        assert (got.low, got.high) == (float(np.quantile(draws, alpha)), float(np.quantile(draws, 1 - alpha)))
+    y = rng.standard_normal((30, 4))
+    y[3, 1] = np.nan  # with a NaN the NaN-aware means are kept
+    est = measures.boot(y, lambda m: float(m[1]), seed=2, n_boot=200)
+    idx = np.random.default_rng(2).integers(0, 30, (200, 30))
+    with np.errstate(all="ignore"):
+        draws = np.nanmean(y[idx], 1)[:, 1]
+    assert est.high == float(np.quantile(draws, 1 - (1 - 0.95) / 2))

@@ -159,15 +159,22 @@ def labels_from_shares(shares: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     (a tie reads ``none`` when none is among the tied, else ``distributed``: a tie is not a frame), and for a
     centralized layer the anchor most of its centralized sentences read (ties: ``other``)."""
     kinds, where = shares[:, : len(FRAMES)], shares[:, len(FRAMES):]
-    frame = np.zeros(len(shares), dtype=int)
-    anchor = np.full(len(shares), NO_ANCHOR, dtype=int)
-    for layer, row in enumerate(kinds):
-        tied = np.flatnonzero(np.isclose(row, row.max(), rtol=0, atol=1e-9))
-        frame[layer] = tied[0] if len(tied) == 1 else (0 if 0 in tied else FRAMES.index("distributed"))
-        if frame[layer] == FRAMES.index("centralized"):
-            top = np.flatnonzero(np.isclose(where[layer], where[layer].max(), rtol=0, atol=1e-9))
-            anchor[layer] = top[0] if len(top) == 1 else ANCHORS.index("other")
-    return frame, anchor
+    if not len(shares):
+        return np.zeros(0, dtype=int), np.full(0, NO_ANCHOR, dtype=int)
+    tied = _at_max(kinds)  # [layer, frame]
+    n_tied = tied.sum(1)
+    frame = np.where(n_tied == 1, tied.argmax(1), np.where(tied[:, 0], 0, FRAMES.index("distributed")))
+    top = _at_max(where)  # [layer, anchor]
+    centralized = frame == FRAMES.index("centralized")
+    anchor = np.where(centralized, np.where(top.sum(1) == 1, top.argmax(1), ANCHORS.index("other")), NO_ANCHOR)
+    return frame.astype(int), anchor.astype(int)
+
+
+def _at_max(rows: np.ndarray) -> np.ndarray:
+    """``[row, column]``: whether each entry is its row's maximum within 1e-9 (``np.isclose`` with ``rtol=0``, one
+    row at a time as the comparison ``|x - max| <= 1e-9``; a NaN is never at the maximum)."""
+    with np.errstate(invalid="ignore"):
+        return np.abs(rows - rows.max(1, keepdims=True)) <= 1e-9
 
 
 def layer_labels(frames: np.ndarray, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -214,10 +221,11 @@ def frame_profile(frames: np.ndarray, anchors: np.ndarray, causal: bool, n_boot:
     frame, anchor = layer_labels(frames, anchors)
     label, reason = model_frame(frame, anchor, causal)
     rng = np.random.default_rng(seed)
+    onehot = code_onehot(frames, anchors)  # [sample, layer, 7], once: a resample's rows are rows of it
     same = 0
     for _ in range(n_boot):
         pick = rng.integers(0, frames.shape[0], frames.shape[0])
-        f, a = layer_labels(frames[pick], anchors[pick])
+        f, a = labels_from_shares(onehot[pick].mean(0))
         same += model_frame(f, a, causal)[0] == label
     shares = {name: float(np.mean(frame == i)) for i, name in enumerate(FRAMES)}
     return {"layer_frames": [FRAMES[i] for i in frame],
