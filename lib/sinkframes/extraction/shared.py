@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from ..cache import Cache, CorruptCacheEntry, cache_key
+from ..code_digest import code_digest
 from ..types import RunOptions
 
 #: set to "1" to read stored sentence attention in ``iterate_samples``
@@ -52,14 +53,20 @@ def sentence_key(base: dict[str, Any], ids: list[int]) -> dict[str, Any]:
     return {**base, "ids": [int(t) for t in ids]}
 
 
+def _code() -> dict[str, str]:
+    """The digests of the code that writes a model's record and tokenizes a text: a change to either stores them
+    again (the attention, keyed by token ids, stays)."""
+    return {"record": code_digest("sinkframes.models.loading"), "tokens": code_digest("sinkframes.extraction.batching")}
+
+
 def record_key(base: dict[str, Any]) -> dict[str, Any]:
     """The key of the model's record (``ModelRecord.to_dict`` of the model the fill loaded)."""
-    return {**base, "part": "record"}
+    return {**base, "part": "record", "code": _code()["record"]}
 
 
 def text_key(base: dict[str, Any], text: str) -> dict[str, Any]:
     """The key of one text's ``{"ids", "tokens"}`` under the model and options of ``base``."""
-    return {**base, "part": "tokens", "text": text}
+    return {**base, "part": "tokens", "code": _code()["tokens"], "text": text}
 
 
 def pack(att: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -108,7 +115,7 @@ def fill(ref: str, texts: list[str], opts: RunOptions) -> int:
     from .batching import get_model, tokenize_for
 
     cache, base = Cache(namespace=NAMESPACE), base_key(ref, opts)  # the model's reference, as pages read it
-    marker = cache_key({"kind": "sentence_attention_filled", "version": VERSION, "tokens": True}, ref, list(texts),
+    marker = cache_key({"kind": "sentence_attention_filled", "version": VERSION, "code": _code()}, ref, list(texts),
                        opts)
     if cache.contains(marker):
         return 0
