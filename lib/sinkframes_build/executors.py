@@ -123,10 +123,14 @@ def _prepare_one(model: str, convert: bool, fills: tuple[tuple[int, dict[str, An
     return None
 
 
+def _draw(n: int, settings: dict[str, Any]) -> str:
+    """``200 sentences`` or ``the second draw of 200``: one entry of the attention plan, as the log says it."""
+    return f"the second draw of {n}" if settings.get("draw") == "second" else f"{n} sentences"
+
+
 def _filled(fills: tuple[tuple[int, dict[str, Any]], ...]) -> str:
-    """``attention on 200 sentences and on the second draw of 200`` for a task's ``fills``."""
-    said = [f"the second draw of {n}" if s.get("draw") == "second" else f"{n} sentences" for n, s in fills]
-    return "attention on " + " and on ".join(said) + " ready" if said else ""
+    """``attention on 200 sentences and on the second draw of 200 ready`` for a task's ``fills``."""
+    return "attention on " + " and on ".join(_draw(*f) for f in fills) + " ready" if fills else ""
 
 
 def prepare_models_and_attention(pages: list[Page], profile: str, jobs: int) -> bool:
@@ -143,8 +147,8 @@ def prepare_models_and_attention(pages: list[Page], profile: str, jobs: int) -> 
         print(f"[sinkframes] converting {', '.join(to_convert)} to fp32 copies from their packages before the pages "
               "start", flush=True)
     if plan:
-        entries = [f"{m} ({n} sentences{', second draw' if s.get('draw') == 'second' else ''})" for m, n, s in plan]
-        print(f"[sinkframes] computing the attention the pages share: {', '.join(entries)}", flush=True)
+        print(f"[sinkframes] computing the attention the pages share: "
+              f"{', '.join(f'{m} ({_draw(n, s)})' for m, n, s in plan)}", flush=True)
     t0 = time.time()
     with _pool(min(jobs, len(tasks)), jobs) as pool:
         futures = {pool.submit(_prepare_one, *task): task for task in tasks}

@@ -26,7 +26,7 @@ SHARED_ATTENTION_PROFILES = ("offline", "offline-large")
 #: enter the attention's cache key
 ATTENTION_SETTINGS = ("dataset", "csv_path", "seed", "max_length", "bos_policy", "dtype", "device")
 
-#: ``(model, convert it, (sentences, settings) of the attention to store or None)``
+#: ``(model, convert it, the (sentences, settings) of each attention draw to store, none or more)``
 Task = tuple[str, bool, "tuple[tuple[int, dict[str, Any]], ...]"]
 
 
@@ -127,7 +127,7 @@ def attention_plan(pages: list[Page], profile: str) -> list[tuple[str, int, dict
     (``corpus.disjoint_draw`` of its sentences; settings ``draw: "second"``), so that two pages with the same
     second draw run its forward pass once."""
     plan: dict[tuple[Any, ...], int] = {}
-    second: dict[tuple[Any, ...], int] = {}
+    second: dict[tuple[Any, ...], None] = {}  # (model, *settings, n), in order
     for page in pages:
         params = run_parameters(page, profile)
         if params["selection"] != "balanced" or not isinstance(params.get("n_sentences"), int):
@@ -135,15 +135,15 @@ def attention_plan(pages: list[Page], profile: str) -> list[tuple[str, int, dict
         models = list(params.get("models") or [])
         if page.second_draw:  # a second draw of n is disjoint from the first n: its own entry for each n
             for model in models:
-                second[(model, *(params[k] for k in ATTENTION_SETTINGS), params["n_sentences"])] = params["n_sentences"]
+                second[(model, *(params[k] for k in ATTENTION_SETTINGS), params["n_sentences"])] = None
         if page.random_twins:
             models += [f"{RANDOM_PREFIX}{m}" for m in models if not m.startswith(RANDOM_PREFIX)]
         for model in models:
             key = (model, *(params[k] for k in ATTENTION_SETTINGS))
             plan[key] = max(plan.get(key, 0), params["n_sentences"])
     first = [(key[0], n, dict(zip(ATTENTION_SETTINGS, key[1:], strict=True))) for key, n in plan.items()]
-    return first + [(key[0], n, {**dict(zip(ATTENTION_SETTINGS, key[1:-1], strict=True)), "draw": "second"})
-                    for key, n in second.items()]
+    return first + [(key[0], key[-1], {**dict(zip(ATTENTION_SETTINGS, key[1:-1], strict=True)), "draw": "second"})
+                    for key in second]
 
 
 def models_to_convert(pages: list[Page], profile: str) -> list[str]:
@@ -157,12 +157,15 @@ def models_to_convert(pages: list[Page], profile: str) -> list[str]:
 
 
 def _package_bytes(model: str) -> int:
-    """Size of an offline model's packaged files: the larger, the longer its conversion."""
+    """Size of an offline model's packaged files (0 for any other model): the larger, the longer its conversion and
+    its passes."""
     from sinkframes.models.gguf import package_dir
     from sinkframes.models.parts import part_files
     from sinkframes.models.registry import OFFLINE_MODELS
 
-    om = OFFLINE_MODELS[model]
+    om = OFFLINE_MODELS.get(model)
+    if om is None:
+        return 0
     try:
         if om.parts:
             return sum(f.stat().st_size for f in part_files(om))
@@ -189,10 +192,7 @@ def preparation_tasks(pages: list[Page], profile: str
     sizes = {m: _package_bytes(m) for m in to_convert}
 
     def work(task: Task) -> float:
-        from sinkframes.models.registry import OFFLINE_MODELS
-
-        base = task[0].removeprefix(RANDOM_PREFIX)
-        return sum(n for n, _ in task[2]) * ((_package_bytes(base) if base in OFFLINE_MODELS else 0) or 0)
+        return sum(n for n, _ in task[2]) * (_package_bytes(task[0].removeprefix(RANDOM_PREFIX)) or 0)
 
     tasks.sort(key=lambda t: (0, -sizes[t[0]]) if t[1] else (1, -work(t)))  # stable otherwise
     return tasks, to_convert, plan

@@ -92,10 +92,12 @@ def unpack(stored: dict[str, torch.Tensor]) -> torch.Tensor:
     return att
 
 
-def stored(ref: str, ids: list[list[int]], opts: RunOptions) -> Iterator[tuple[int, torch.Tensor]]:
+def stored(ref: str, ids: list[list[int]], opts: RunOptions, base: dict[str, Any] | None = None
+           ) -> Iterator[tuple[int, torch.Tensor]]:
     """``(index, attention)`` for each sample of ``ids`` the store holds (a damaged entry is skipped and
-    removed, so the forward pass computes that sample)."""
-    cache, base = Cache(namespace=NAMESPACE), base_key(ref, opts)
+    removed, so the forward pass computes that sample); ``base``: :func:`base_key`, when the caller has it."""
+    cache = Cache(namespace=NAMESPACE)
+    base = base_key(ref, opts) if base is None else base
     for i, x in enumerate(ids):
         key = sentence_key(base, x)
         if not cache.contains(key):
@@ -144,20 +146,17 @@ def payload(ref: str, texts: list[str], opts: RunOptions, per_sample: Callable[.
     if not active(opts, hidden_states=False):
         return None
     cache, base = Cache(namespace=NAMESPACE), base_key(ref, opts)
-    keys = [text_key(base, t) for t in texts]
-    if not cache.contains(record_key(base)) or not all(cache.contains(k) for k in keys):
-        return None
     try:
         record = cache.load(record_key(base))
-        tokenized = [cache.load(k) for k in keys]
-        if not all(cache.contains(sentence_key(base, x["ids"])) for x in tokenized):
-            return None
-        atts = [unpack(cache.load(sentence_key(base, x["ids"]))) for x in tokenized]
+        tokenized = [cache.load(text_key(base, t)) for t in texts]
     except (KeyError, CorruptCacheEntry):
-        return None  # a damaged entry: the model runs, and the store's reader removes it
+        return None  # not stored (or damaged): the model runs
+    atts = dict(stored(ref, [x["ids"] for x in tokenized], opts, base))
+    if len(atts) < len(texts):
+        return None  # a sentence the store lacks: the model runs, and computes only what is missing
     causal = bool(record["causal"])
     results = []
-    for att in atts:
+    for i in range(len(texts)):
         STATS["samples"] += 1
-        results.append(per_sample(att, None, causal))
+        results.append(per_sample(atts[i], None, causal))
     return {"record": record, "texts": list(texts), "tokens": [x["tokens"] for x in tokenized], "results": results}
